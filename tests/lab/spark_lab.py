@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The spark lab: podman containers with systemd as PID 1 standing in for DGX Sparks.
+
+  spark_lab.py image          build (or reuse) the node image and print its reference
+  spark_lab.py up [--nodes N] image, wheelhouse, networks, N nodes, SSH, inventories/lab/hosts.yml
+  spark_lab.py down           remove the lab's containers and the networks it created
+  spark_lab.py prepare        the node image and the networks, no nodes (Molecule's dependency step)
+  spark_lab.py release        remove the networks unless a container still uses them (Molecule's cleanup)
+  spark_lab.py status         what runs, where
+
+Tests and the demo only: nothing outside tests/ and the lab imports this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from sparklab import inventory, node_image, nodes, wheelhouse
+from sparklab.run import LabError, log, out, run
+from sparklab.topology import LAB_LABEL, Topology, build_topology
+
+REPO = Path(__file__).resolve().parents[2]
+STATE = Path(os.environ.get("SPARK_LAB_STATE", REPO / ".lab"))
+INVENTORY_FILE = REPO / "inventories" / "lab" / "hosts.yml"
+
+
+def topology(node_count: int, image: str = "") -> Topology:
+    return build_topology(node_count, image)
+
+
+def ensure_ssh_key() -> Path:
+    key = STATE / "ssh" / "id_ed25519"
+    if not key.is_file():
+        key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "spark-lab", "-f", str(key)])
+    return key
+
+
+def up(node_count: int) -> None:
+    image = node_image.ensure_image()
+    topo = topology(node_count, image)
+    wheels = wheelhouse.ensure_wheelhouse(STATE / "wheelhouse")
+    key = ensure_ssh_key()
+    existing = nodes.container_names(topo.name)
+    if existing:
+        log(f"replacing running lab nodes: {' '.join(existing)}")
+    nodes.remove_lab(topo.name, ())
+    networks_up()
+    for node in topo.nodes:
+        nodes.start_node(topo, node, wheels)
+    with ThreadPoolExecutor(max_workers=len(topo.nodes)) as pool:
+        list(pool.map(lambda n: nodes.wait_running(n.name), topo.nodes))
+    for node in topo.nodes:
+        nodes.authorize_key(node.name, key.with_suffix(".pub"))
+    known_hosts = STATE / "ssh" / "known_hosts"
+    known_hosts.unlink(missing_ok=True)  # new containers, new host keys
+    ssh_config = STATE / "ssh" / "config"
+    ssh_config.write_text(inventory.ssh_config(topo, key, known_hosts))
+    INVENTORY_FILE.write_text(inventory.hosts_yaml(topo, ssh_config))
+    for node in topo.nodes:  # prove the controller's path (head direct, workers via ProxyJump) works
+        run(["ssh", "-F", str(ssh_config), "-o", "BatchMode=yes", node.name, "true"])
+    log(f"lab up: {len(topo.nodes)} nodes from {image}; inventory {INVENTORY_FILE.relative_to(REPO)}")
+    status(topo.name)
+
+
+def down(node_count: int) -> None:
+    topo = topology(node_count)
+    nodes.remove_lab(topo.name, (topo.fabric, topo.mgmt))
+    INVENTORY_FILE.unlink(missing_ok=True)
+    (STATE / "ssh" / "known_hosts").unlink(missing_ok=True)
+
+
+def networks_up() -> None:
+    topo = topology(2)
+    for net in (topo.mgmt, topo.fabric):
+        nodes.ensure_network(net, topo.name)
+
+
+def networks_down() -> None:
+    topo = topology(2)
+    nodes.remove_networks(topo.name, (topo.fabric, topo.mgmt))
+
+
+def status(lab: str) -> None:
+    print(out(["podman", "ps", "-a", "--filter", f"label={LAB_LABEL}={lab}", "--format", "table {{.Names}}\t{{.Status}}\t{{.Networks}}"]))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("image", "up", "down", "prepare", "release", "status"))
+    parser.add_argument("--nodes", type=int, default=int(os.environ.get("SPARK_LAB_NODES", "2")), help="head + workers (default 2)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "image":
+            print(node_image.ensure_image())
+        elif args.command == "up":
+            up(args.nodes)
+        elif args.command == "down":
+            down(args.nodes)
+        elif args.command == "prepare":
+            node_image.ensure_image()
+            networks_up()
+        elif args.command == "release":
+            networks_down()
+        else:
+            status(topology(2).name)
+    except (LabError, ValueError) as exc:
+        print(f"spark-lab: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

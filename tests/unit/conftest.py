@@ -1,0 +1,18 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Shared pytest configuration for the unit tests when run with plain pytest.
+
+tests/unit/plugins/action/test_cluster_contract.py and tests/unit/plugins/module_utils/test_cluster_contract.py
+share a basename (the ansible-test layout: one test file per plugin, named after it). pytest's default
+``prepend`` import mode imports both as the top-level module ``test_cluster_contract`` and refuses the second,
+so switch to ``importlib`` mode, which names test modules by their path. ansible-test units is unaffected.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.option.importmode = "importlib"

@@ -1,0 +1,186 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests for the cluster_contract action plugin."""
+
+from __future__ import annotations
+
+import typing as t
+from unittest.mock import MagicMock
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+from ansible_collections.sparkops.inference.plugins.action.cluster_contract import ActionModule
+from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import CLUSTER_VARS
+
+CLUSTER: dict[str, t.Any] = {
+    "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
+    "sparkops_model_revision": "main",
+    "sparkops_served_model_name": "qwen",
+    "sparkops_tensor_parallel_size": 2,
+    "sparkops_pipeline_parallel_size": 1,
+    "sparkops_gpus_per_node": 1,
+    "sparkops_fabric_subnet": "192.168.200.0/24",
+    "sparkops_serve_port": 8000,
+    "sparkops_gpu_memory_utilization": 0.9,
+}
+FABRIC_IPS = {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12", "spark-worker2": "192.168.200.13"}
+
+
+def make_action() -> ActionModule:
+    loader = DataLoader()
+    task = MagicMock(args={}, async_val=0, check_mode=False, action="sparkops.inference.cluster_contract")
+    return ActionModule(
+        task=task,
+        connection=MagicMock(),
+        play_context=MagicMock(),
+        loader=loader,
+        templar=Templar(loader=loader),
+        shared_loader_obj=None,
+    )
+
+
+def make_task_vars(workers: t.Sequence[str] = ("spark-worker1",), **cluster_overrides: t.Any) -> dict[str, t.Any]:
+    hosts = ["spark-head", *workers]
+    cluster = {**CLUSTER, **cluster_overrides}
+    hostvars = {host: {**cluster, "sparkops_fabric_ip": FABRIC_IPS[host], "inventory_hostname": host} for host in hosts}
+    return {
+        "groups": {"all": hosts, "ungrouped": [], "spark_head": ["spark-head"], "spark_workers": list(workers)},
+        "hostvars": hostvars,
+        "inventory_hostname": "spark-head",
+    }
+
+
+def test_success_sets_fact_and_is_not_changed() -> None:
+    result = make_action().run(task_vars=make_task_vars())
+    assert not result.get("failed", False), result
+    assert result["changed"] is False
+    fact = result["ansible_facts"]["sparkops_cluster"]
+    assert fact == result["cluster"]
+    assert fact["head"] == "spark-head"
+    assert fact["workers"] == ["spark-worker1"]
+    assert fact["nodes"] == ["spark-head", "spark-worker1"]
+    assert fact["fabric_ips"] == {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12"}
+    assert fact["head_fabric_ip"] == "192.168.200.11"
+    assert fact["fabric_subnet"] == "192.168.200.0/24"
+    assert fact["world_size"] == 2
+
+
+def test_success_three_nodes() -> None:
+    task_vars = make_task_vars(("spark-worker1", "spark-worker2"), sparkops_tensor_parallel_size=3)
+    result = make_action().run(task_vars=task_vars)
+    assert not result.get("failed", False), result
+    assert result["ansible_facts"]["sparkops_cluster"]["workers"] == ["spark-worker1", "spark-worker2"]
+    assert result["ansible_facts"]["sparkops_cluster"]["world_size"] == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "other"),
+    [
+        ("sparkops_model_revision", "v2"),
+        ("sparkops_serve_port", 8001),
+        ("sparkops_tensor_parallel_size", "2"),
+        ("sparkops_gpu_memory_utilization", 0.8),
+    ],
+)
+def test_cluster_variable_differing_between_hosts_fails(name: str, other: t.Any) -> None:
+    task_vars = make_task_vars()
+    task_vars["hostvars"]["spark-worker1"][name] = other
+    result = make_action().run(task_vars=task_vars)
+    assert result["failed"] is True
+    assert "ansible_facts" not in result
+    differing = [p for p in result["problems"] if "differs" in p]
+    assert len(differing) == 1, result["problems"]
+    message = differing[0]
+    assert name in message
+    assert f"spark-head={CLUSTER[name]!r}" in message
+    assert f"spark-worker1={other!r}" in message
+    assert message in result["msg"]
+
+
+def test_cluster_variable_set_on_one_host_only_fails() -> None:
+    task_vars = make_task_vars()
+    del task_vars["hostvars"]["spark-worker1"]["sparkops_served_model_name"]
+    result = make_action().run(task_vars=task_vars)
+    assert result["failed"] is True
+    message = next(p for p in result["problems"] if "sparkops_served_model_name" in p)
+    assert "spark-head='qwen'" in message
+    assert "spark-worker1=None" in message
+
+
+@pytest.mark.parametrize("name", CLUSTER_VARS)
+def test_cluster_variable_missing_everywhere_is_reported(name: str) -> None:
+    task_vars = make_task_vars()
+    for hostvars in task_vars["hostvars"].values():
+        del hostvars[name]
+    result = make_action().run(task_vars=task_vars)
+    assert result["failed"] is True
+    assert result["problems"] == [f"cluster variable {name} is not set"]
+    assert name in result["msg"]
+
+
+def test_contract_problems_appear_in_problems_and_msg() -> None:
+    task_vars = make_task_vars(sparkops_serve_port=70000, sparkops_gpu_memory_utilization=1.5)
+    task_vars["hostvars"]["spark-worker1"]["sparkops_fabric_ip"] = "192.168.200.11"
+    result = make_action().run(task_vars=task_vars)
+    assert result["failed"] is True
+    assert "ansible_facts" not in result
+    problems = result["problems"]
+    assert len(problems) == 3, problems
+    assert any("sparkops_serve_port" in p for p in problems)
+    assert any("sparkops_gpu_memory_utilization" in p for p in problems)
+    assert any("spark-worker1" in p and "spark-head" in p for p in problems)
+    assert result["msg"].startswith("The inventory breaks the sparkops.inference contract:")
+    for problem in problems:
+        assert f"\n- {problem}" in result["msg"]
+
+
+def test_differing_variable_and_contract_problems_are_combined() -> None:
+    task_vars = make_task_vars()
+    task_vars["hostvars"]["spark-worker1"]["sparkops_model_revision"] = "other"
+    del task_vars["hostvars"]["spark-worker1"]["sparkops_fabric_ip"]
+    result = make_action().run(task_vars=task_vars)
+    problems = result["problems"]
+    assert len(problems) == 2, problems
+    assert "sparkops_model_revision" in problems[0]
+    assert "spark-worker1" in problems[1]
+    assert "sparkops_fabric_ip" in problems[1]
+
+
+def test_missing_head_group_fails() -> None:
+    task_vars = make_task_vars()
+    task_vars["groups"]["spark_head"] = []
+    result = make_action().run(task_vars=task_vars)
+    assert result["failed"] is True
+    assert any("spark_head" in p for p in result["problems"])
+
+
+def test_host_without_hostvars_has_no_fabric_ip() -> None:
+    task_vars = make_task_vars()
+    del task_vars["hostvars"]["spark-worker1"]
+    result = make_action().run(task_vars=task_vars)
+    assert result["failed"] is True
+    assert any("spark-worker1" in p and "sparkops_fabric_ip" in p for p in result["problems"])
+
+
+def test_no_task_vars_fails_cleanly() -> None:
+    result = make_action().run(task_vars=None)
+    assert result["failed"] is True
+    assert any("spark_head" in p for p in result["problems"])
+    assert any("spark_workers" in p for p in result["problems"])
+
+
+def test_host_vars_go_through_the_templar() -> None:
+    def render(value: t.Any) -> t.Any:
+        return 8000 if value == "{{ serve_port }}" else value
+
+    action = make_action()
+    templar = MagicMock()
+    templar.template.side_effect = render
+    action._templar = templar
+    task_vars = make_task_vars(sparkops_serve_port="{{ serve_port }}")
+    result = action.run(task_vars=task_vars)
+    assert not result.get("failed", False), result
+    templar.template.assert_any_call("{{ serve_port }}")
+    templar.template.assert_any_call("192.168.200.12")

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Host packages and podman settings the spark lab needs (root, Debian). Idempotent; about 15 s when new.
+set -euo pipefail
+
+packages=(podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables iproute2 openssh-client rsync git make)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup-host: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# podman on this kind of host (see shared/reference/lab.md): nofile within the hard limit, nproc at
+# podman's own cap, runc (crun refuses the hybrid cgroup layout) and cgroupfs (PID 1 is not systemd).
+hard_nofile=$(ulimit -Hn)
+conf=/etc/containers/containers.conf
+want=$(cat <<CONF
+# Written by sparkops.inference tools/setup_host.sh
+[containers]
+default_ulimits = ["nofile=${hard_nofile}:${hard_nofile}", "nproc=32768:32768"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+CONF
+)
+if [ ! -f "$conf" ] || [ "$(cat "$conf")" != "$want" ]; then
+  mkdir -p /etc/containers
+  if [ -f "$conf" ] && ! grep -q 'sparkops.inference' "$conf"; then
+    cp "$conf" "$conf.sparkops-backup"
+    echo "setup-host: saved the previous $conf as $conf.sparkops-backup"
+  fi
+  printf '%s\n' "$want" > "$conf"
+  echo "setup-host: wrote $conf"
+fi
