@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The spark lab: podman containers with systemd as PID 1 standing in for DGX Sparks.
 
   spark_lab.py image          build (or reuse) the node image and print its reference

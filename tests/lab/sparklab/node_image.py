@@ -115,6 +115,6 @@ def _prune_stale(keep: str) -> None:
     """Remove images of older recipes that no container uses any more."""
     listing = run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}", REPOSITORY], capture=True).stdout.split()
     for ref in listing:
-        if ref not in (keep, f"{REPOSITORY}:current") and ref.startswith(f"{REPOSITORY}:{SUITE}-"):
-            if run(["podman", "rmi", ref], check=False, capture=True).returncode == 0:
-                log(f"removed stale node image {ref}")
+        stale = ref not in (keep, f"{REPOSITORY}:current") and ref.startswith(f"{REPOSITORY}:{SUITE}-")
+        if stale and run(["podman", "rmi", ref], check=False, capture=True).returncode == 0:
+            log(f"removed stale node image {ref}")

@@ -26,7 +26,7 @@ def parse_ssh_config(text: str) -> dict[str, dict[str, str]]:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        keyword, _, value = stripped.partition(" ")
+        keyword, _sep, value = stripped.partition(" ")
         if keyword == "Host":
             assert value not in blocks, f"duplicate Host block {value}"
             current = blocks[value] = {}

@@ -207,11 +207,13 @@ def test_every_missing_cluster_variable_is_reported() -> None:
     groups, fabric_ips = make_inventory(2)
     problems = problems_of(groups, fabric_ips, {})
     assert len(problems) == len(CLUSTER_VARS)
-    for name, problem in zip(CLUSTER_VARS, problems):
+    for name, problem in zip(CLUSTER_VARS, problems, strict=True):
         assert name in problem
 
 
-@pytest.mark.parametrize("value", ["Qwen", "/Qwen3", "Qwen/", "Qwen/Qwen3/extra", "Qwen/Qwen 3", "-Qwen/Qwen3", "Qwen/.hidden", "", 42, ["Qwen/Qwen3"], "Qwen/Qwen3\n"])
+@pytest.mark.parametrize(
+    "value", ["Qwen", "/Qwen3", "Qwen/", "Qwen/Qwen3/extra", "Qwen/Qwen 3", "-Qwen/Qwen3", "Qwen/.hidden", "", 42, ["Qwen/Qwen3"], "Qwen/Qwen3\n"]
+)
 def test_bad_repo_id(value: t.Any) -> None:
     groups, fabric_ips = make_inventory(2)
     message = only_problem(groups, fabric_ips, make_cluster(sparkops_model_repo=value))

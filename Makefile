@@ -1,0 +1,54 @@
+# sparkops.inference: the two commands for a fresh machine are `make demo` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
+export ANSIBLE_FORCE_COLOR := false
+export PY_COLORS := 0
+
+NODES ?= 2
+LAB := .venv/bin/python tests/lab/spark_lab.py
+
+.PHONY: help setup lab-image lab-up lab-down lab-status demo test lint unit sanity molecule
+
+help:
+	@echo "make demo        lab up ($(NODES) nodes; NODES=N to change), site.yml on inventories/lab, what runs where"
+	@echo "make test        every check: lint, sanity, unit tests, build, Molecule scenarios; ends 'N passed, N failed'"
+	@echo "make setup       host packages, podman settings, .venv and .collections (idempotent; the others run it)"
+	@echo "make lab-up      start the spark lab and write inventories/lab/hosts.yml;  make lab-down  remove it"
+	@echo "make lint | unit | sanity | molecule   one group of test stages"
+
+setup:
+	@bash tools/setup_host.sh
+	@bash tools/setup_venv.sh 2> >(grep -v '^WARNING: Location' >&2)
+
+lab-image: setup
+	@$(LAB) image
+
+lab-up: setup
+	@$(LAB) up --nodes $(NODES)
+
+lab-down: setup
+	@$(LAB) down
+
+lab-status: setup
+	@$(LAB) status
+
+demo: lab-up
+	ansible-playbook site.yml -i inventories/lab
+	ansible-playbook playbooks/status.yml -i inventories/lab
+
+test: setup
+	@python tools/test_stages.py
+
+lint: setup
+	@python tools/test_stages.py --only ruff --only mypy --only yamllint --only ansible-lint
+
+unit: setup
+	@python tools/test_stages.py --only unit
+
+sanity: setup
+	@python tools/test_stages.py --only ansible-test-sanity
+
+molecule: setup
+	@python tools/test_stages.py --only molecule-lab --only molecule-lab_miswired

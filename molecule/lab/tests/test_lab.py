@@ -1,0 +1,113 @@
+"""The spark lab must behave like a pair of Sparks; each check fails when the topology is wrong."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import typing as t
+
+import pytest
+import testinfra
+
+FABRIC = ipaddress.ip_network(os.environ["SPARK_LAB_FABRIC_SUBNET"])
+MGMT = ipaddress.ip_network(os.environ["SPARK_LAB_MGMT_SUBNET"])
+SSH_CONFIG = os.environ["SPARK_LAB_SSH_CONFIG"]
+HEAD = os.environ["SPARK_LAB_HEAD"]
+WORKER = os.environ["SPARK_LAB_WORKER"]
+WORKER_FABRIC_IP = os.environ["SPARK_LAB_WORKER_FABRIC_IP"]
+
+
+def ipv4_by_interface(host: t.Any) -> dict[str, list[ipaddress.IPv4Interface]]:
+    found: dict[str, list[ipaddress.IPv4Interface]] = {}
+    for line in host.check_output("ip -4 -o addr show").splitlines():
+        fields = line.split()
+        name = fields[1].split("@")[0]
+        found.setdefault(name, []).append(ipaddress.IPv4Interface(fields[3]))
+    return found
+
+
+def is_head(host: t.Any) -> bool:
+    return host.backend.name == HEAD
+
+
+def test_systemd_running_with_no_failed_units(host: t.Any) -> None:
+    state = host.run("systemctl is-system-running").stdout.strip()
+    failed = host.check_output("systemctl --failed --no-legend --plain")
+    assert state == "running", f"systemd is {state}; failed units:\n{failed}"
+    assert failed == ""
+
+
+def test_sshd_listens(host: t.Any) -> None:
+    assert host.service("ssh").is_running
+    assert host.socket("tcp://0.0.0.0:22").is_listening
+
+
+def test_fabric_interface_carries_a_spark_port_name(host: t.Any) -> None:
+    addrs = ipv4_by_interface(host)
+    assert "enp1s0f1np1" in addrs, f"no enp1s0f1np1 interface: {sorted(addrs)}"
+    assert all(a in FABRIC for a in addrs["enp1s0f1np1"])
+
+
+def test_management_network_only_on_the_head(host: t.Any) -> None:
+    addrs = ipv4_by_interface(host)
+    on_mgmt = [a for ifaddrs in addrs.values() for a in ifaddrs if a in MGMT]
+    if is_head(host):
+        assert [str(a.ip) for a in addrs.get("enP7s7", [])], f"head has no management address: {addrs}"
+    else:
+        assert on_mgmt == [], f"worker has a management address: {on_mgmt}"
+        assert sorted(addrs) == ["enp1s0f1np1", "lo"], f"worker has interfaces beyond the fabric: {sorted(addrs)}"
+
+
+def test_only_the_head_has_a_way_out(host: t.Any) -> None:
+    # 'ip route get' asks the node's routing table and sends nothing.
+    probe = host.run("ip route get 198.51.100.7")
+    default = host.check_output("ip -4 route show default")
+    if is_head(host):
+        assert probe.rc == 0 and "enP7s7" in probe.stdout, probe.stdout + probe.stderr
+    else:
+        assert default == "", f"worker has a default route: {default}"
+        assert probe.rc != 0 and "unreachable" in probe.stderr.lower(), probe.stdout + probe.stderr
+
+
+def test_enabled_unit_came_back_after_reboot(host: t.Any) -> None:
+    probe = host.service("spark-lab-probe")
+    assert probe.is_enabled
+    assert probe.is_running
+
+
+def test_unit_started_by_hand_is_gone_after_reboot(host: t.Any) -> None:
+    state = host.run("systemctl is-active spark-lab-by-hand.service").stdout.strip()
+    assert state in ("inactive", "unknown"), f"spark-lab-by-hand is {state} after the reboot"
+
+
+@pytest.fixture(scope="module")
+def controller() -> t.Any:
+    return testinfra.get_host("local://")
+
+
+def ssh(controller: t.Any, *args: str) -> t.Any:
+    return controller.run(" ".join(["ssh", "-F", SSH_CONFIG, "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", *args]))
+
+
+def test_controller_reaches_the_head_directly(controller: t.Any) -> None:
+    result = ssh(controller, HEAD, "hostname")
+    assert result.rc == 0, result.stderr
+    assert result.stdout.strip() == "spark-head"
+
+
+def test_controller_reaches_the_worker_through_the_head(controller: t.Any) -> None:
+    result = ssh(controller, WORKER, "hostname")
+    assert result.rc == 0, result.stderr
+    assert result.stdout.strip() == "spark-worker1"
+
+
+def test_controller_cannot_reach_the_worker_directly(controller: t.Any) -> None:
+    result = ssh(controller, "-o", "ProxyJump=none", f"root@{WORKER_FABRIC_IP}", "hostname")
+    assert result.rc != 0, f"the controller reached {WORKER_FABRIC_IP} without the head: {result.stdout}"
+
+
+def test_worker_cannot_reach_the_controller() -> None:
+    worker = testinfra.get_host(f"podman://{WORKER}")
+    gateway = str(FABRIC.network_address + 1)  # podman's bridge address on the host
+    result = worker.run(f"timeout 3 bash -c 'echo > /dev/tcp/{gateway}/22'")
+    assert result.rc != 0, f"the worker reached the controller at {gateway}"

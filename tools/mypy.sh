@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Type-check the plugins as the package Ansible imports them (ansible_collections.sparkops.inference).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+cd .collections
+mypy --config-file "$repo/.mypy.ini" ansible_collections/sparkops/inference/plugins
+cd "$repo/tests/lab"
+mypy --config-file "$repo/.mypy.ini" sparklab spark_lab.py
+cd "$repo"
+mypy --config-file .mypy.ini tools/test_stages.py

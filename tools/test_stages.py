@@ -1,0 +1,119 @@
+"""`make test`: every check of the collection, one stage after another, timed.
+
+Each stage's output goes to tests/output/ci/<stage>.log; a failing stage's tail is printed. Stages that
+run pytest (unit tests, Molecule's testinfra verifiers) count their test cases; every other stage counts
+as one check. The last line is `N passed, N failed`. Exit status 1 when anything failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUTPUT = REPO / "tests" / "output" / "ci"
+TAIL_LINES = 150
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    argv: tuple[str, ...]
+    junit: str | None = None  # a JUnit XML file the stage writes, relative to OUTPUT
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("ruff", ("ruff", "check", ".")),
+    Stage("mypy", ("bash", "tools/mypy.sh")),
+    Stage("yamllint", ("yamllint", "--strict", ".")),
+    Stage("ansible-lint", ("ansible-lint", "--offline", "--profile", "production")),
+    Stage("ansible-test-sanity", ("bash", "tools/ansible_test.sh", "sanity", "--requirements")),
+    Stage("unit", ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit", f"--junitxml={OUTPUT}/unit.xml"), "unit.xml"),
+    Stage("playbook-syntax", ("bash", "tools/check_playbooks.sh")),
+    Stage("collection-build", ("bash", "tools/check_build.sh")),
+    Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
+    Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired"), "molecule-lab_miswired.xml"),
+)
+
+
+@dataclass
+class Outcome:
+    stage: Stage
+    rc: int
+    seconds: float
+    passed: int
+    failed: int
+    skipped: int
+
+
+def junit_counts(path: Path) -> tuple[int, int, int] | None:
+    if not path.is_file():
+        return None
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    total = sum(int(s.get("tests", 0)) for s in suites)
+    failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+    skipped = sum(int(s.get("skipped", 0)) for s in suites)
+    return total - failed - skipped, failed, skipped
+
+
+def run_stage(stage: Stage) -> Outcome:
+    log = OUTPUT / f"{stage.name}.log"
+    junit = OUTPUT / stage.junit if stage.junit else None
+    if junit is not None:
+        junit.unlink(missing_ok=True)
+    print(f"==> {stage.name}: {' '.join(stage.argv)}", flush=True)
+    start = time.monotonic()
+    with log.open("w") as out:
+        rc = subprocess.run(stage.argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+    seconds = time.monotonic() - start
+    counts = junit_counts(junit) if junit is not None else None
+    if counts is None:
+        passed, failed, skipped = (1, 0, 0) if rc == 0 else (0, 1, 0)
+    else:
+        passed, failed, skipped = counts
+        if rc != 0 and failed == 0:
+            failed = 1  # the stage failed outside its test cases (create, converge, idempotence...)
+    verdict = "ok" if rc == 0 else f"FAILED (rc={rc})"
+    print(f"    {verdict} in {seconds:.1f}s; {passed} passed, {failed} failed, {skipped} skipped; log: {log.relative_to(REPO)}", flush=True)
+    if rc != 0:
+        lines = log.read_text(errors="replace").splitlines()
+        print("\n".join(f"    | {line}" for line in lines[-TAIL_LINES:]), flush=True)
+    return Outcome(stage, rc, seconds, passed, failed, skipped)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", action="append", default=[], help="run only these stages (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the stages and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(s.name for s in STAGES))
+        return 0
+    unknown = set(args.only) - {s.name for s in STAGES}
+    if unknown:
+        parser.error(f"unknown stage(s): {', '.join(sorted(unknown))}")
+    stages = [s for s in STAGES if not args.only or s.name in args.only]
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    os.environ["SPARKOPS_JUNIT_DIR"] = str(OUTPUT)
+    started = time.monotonic()
+    outcomes = [run_stage(stage) for stage in stages]
+    print("\nstage                      seconds  passed  failed  skipped")
+    for o in outcomes:
+        print(f"{o.stage.name:<26} {o.seconds:7.1f} {o.passed:7d} {o.failed:7d} {o.skipped:8d}")
+    print(f"{'total':<26} {time.monotonic() - started:7.1f}")
+    passed = sum(o.passed for o in outcomes)
+    failed = sum(o.failed for o in outcomes)
+    skipped = sum(o.skipped for o in outcomes)
+    print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+    return 0 if failed == 0 and all(o.rc == 0 for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
