@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
+import threading
 import typing as t
 
 import pytest
@@ -85,6 +87,39 @@ def controller() -> t.Any:
     return testinfra.get_host("local://")
 
 
+@pytest.fixture(scope="module")
+def worker() -> t.Any:
+    return testinfra.get_host(f"podman://{WORKER}")
+
+
+@pytest.fixture(scope="module")
+def head() -> t.Any:
+    return testinfra.get_host(f"podman://{HEAD}")
+
+
+@pytest.fixture()
+def controller_listener() -> t.Iterator[int]:
+    """A TCP listener on the controller, on all of its addresses; yields its port."""
+    server = socket.create_server(("0.0.0.0", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _addr = server.accept()
+                conn.close()
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
 def ssh(controller: t.Any, *args: str) -> t.Any:
     return controller.run(" ".join(["ssh", "-F", SSH_CONFIG, "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", *args]))
 
@@ -101,13 +136,31 @@ def test_controller_reaches_the_worker_through_the_head(controller: t.Any) -> No
     assert result.stdout.strip() == "spark-worker1"
 
 
-def test_controller_cannot_reach_the_worker_directly(controller: t.Any) -> None:
-    result = ssh(controller, "-o", "ProxyJump=none", f"root@{WORKER_FABRIC_IP}", "hostname")
-    assert result.rc != 0, f"the controller reached {WORKER_FABRIC_IP} without the head: {result.stdout}"
+def tcp_connects(address: str, port: int) -> bool:
+    try:
+        socket.create_connection((address, port), timeout=3).close()
+    except OSError:
+        return False
+    return True
 
 
-def test_worker_cannot_reach_the_controller() -> None:
-    worker = testinfra.get_host(f"podman://{WORKER}")
-    gateway = str(FABRIC.network_address + 1)  # podman's bridge address on the host
-    result = worker.run(f"timeout 3 bash -c 'echo > /dev/tcp/{gateway}/22'")
-    assert result.rc != 0, f"the worker reached the controller at {gateway}"
+def test_controller_cannot_reach_the_worker_directly(head: t.Any, worker: t.Any) -> None:
+    addresses = [str(a.ip) for name, ifaddrs in ipv4_by_interface(worker).items() if name != "lo" for a in ifaddrs]
+    assert WORKER_FABRIC_IP in addresses
+    # Positive control: the worker's sshd answers on each of its addresses from the head.
+    for address in addresses:
+        assert head.run(f"timeout 3 bash -c 'echo > /dev/tcp/{address}/22'").rc == 0, f"sshd does not answer on {address}"
+    reached = [a for a in addresses if tcp_connects(a, 22)]
+    assert reached == [], f"the controller reached the worker's sshd without the head at {reached}"
+
+
+def test_worker_cannot_reach_the_controller(worker: t.Any, head: t.Any, controller_listener: int) -> None:
+    def connects(node: t.Any, address: str) -> bool:
+        return node.run(f"timeout 3 bash -c 'echo > /dev/tcp/{address}/{controller_listener}'").rc == 0
+
+    mgmt_gateway = str(MGMT.network_address + 1)
+    fabric_gateway = str(FABRIC.network_address + 1)  # podman's bridge address on the controller
+    # Positive control: the head reaches the controller's listener over the management network.
+    assert connects(head, mgmt_gateway), f"the head cannot reach the controller at {mgmt_gateway}:{controller_listener}"
+    reached = [a for a in (fabric_gateway, mgmt_gateway) if connects(worker, a)]
+    assert reached == [], f"the worker reached the controller at {reached}"
