@@ -20,7 +20,7 @@ description:
     that cluster variables are the same on every host, and that tensor parallel size times pipeline
     parallel size equals the number of nodes times GPUs per node.
   - On success sets the fact C(sparkops_cluster) with the plan the roles share.
-  - Takes no options. Run it once (C(run_once: true)) in a play over the Spark hosts.
+  - "Takes no options. Run it once (C(run_once: true)) in a play over the Spark hosts."
 extends_documentation_fragment:
   - sparkops.inference._attributes
   - sparkops.inference._attributes.info_module

@@ -1,7 +1,10 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Shared pytest configuration for the unit tests when run with plain pytest.
+"""Shared pytest configuration for the unit tests when run with plain pytest (`make unit`).
+
+The collection is imported as ``ansible_collections.sparkops.inference``: `make setup` links the checkout
+into ``.collections/ansible_collections/sparkops/inference``, so ``.collections`` goes on ``sys.path``.
 
 tests/unit/plugins/action/test_cluster_contract.py and tests/unit/plugins/module_utils/test_cluster_contract.py
 share a basename (the ansible-test layout: one test file per plugin, named after it). pytest's default
@@ -11,7 +14,14 @@ so switch to ``importlib`` mode, which names test modules by their path. ansible
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+COLLECTIONS = Path(__file__).resolve().parents[2] / ".collections"
+if (COLLECTIONS / "ansible_collections" / "sparkops" / "inference").is_dir() and str(COLLECTIONS) not in sys.path:
+    sys.path.insert(0, str(COLLECTIONS))
 
 
 def pytest_configure(config: pytest.Config) -> None:
