@@ -1,0 +1,64 @@
+"""The CI stage runner counts what ran and fails when anything failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import test_stages
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_junit_counts_single_suite(tmp_path: Path) -> None:
+    xml = write(tmp_path / "r.xml", '<testsuite tests="7" failures="1" errors="1" skipped="2"></testsuite>')
+    assert test_stages.junit_counts(xml) == (3, 2, 2)
+
+
+def test_junit_counts_several_suites(tmp_path: Path) -> None:
+    xml = write(
+        tmp_path / "r.xml",
+        '<testsuites><testsuite tests="3" failures="0" errors="0" skipped="0"/><testsuite tests="2" failures="1" errors="0" skipped="0"/></testsuites>',
+    )
+    assert test_stages.junit_counts(xml) == (4, 1, 0)
+
+
+def test_junit_counts_missing_file(tmp_path: Path) -> None:
+    assert test_stages.junit_counts(tmp_path / "absent.xml") is None
+
+
+@pytest.fixture()
+def output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(test_stages, "OUTPUT", tmp_path)
+    monkeypatch.setattr(test_stages, "REPO", tmp_path)
+    return tmp_path
+
+
+def test_stage_without_junit_counts_as_one_check(output: Path) -> None:
+    ok = test_stages.run_stage(test_stages.Stage("ok", ("true",)))
+    bad = test_stages.run_stage(test_stages.Stage("bad", ("false",)))
+    assert (ok.passed, ok.failed) == (1, 0)
+    assert (bad.passed, bad.failed, bad.rc) == (0, 1, 1)
+
+
+def test_failing_stage_with_all_green_junit_still_fails(output: Path) -> None:
+    script = f"printf '<testsuite tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\"/>' > {output}/j.xml; exit 3"
+    outcome = test_stages.run_stage(test_stages.Stage("late", ("bash", "-c", script), "j.xml"))
+    assert (outcome.passed, outcome.failed, outcome.rc) == (2, 1, 3)
+
+
+def test_stale_junit_is_not_reused(output: Path) -> None:
+    write(output / "j.xml", '<testsuite tests="5" failures="0" errors="0" skipped="0"/>')
+    outcome = test_stages.run_stage(test_stages.Stage("crash", ("false",), "j.xml"))
+    assert (outcome.passed, outcome.failed) == (0, 1)
+
+
+def test_main_prints_the_closing_line_and_exit_status(output: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(test_stages, "STAGES", (test_stages.Stage("a", ("true",)), test_stages.Stage("b", ("false",))))
+    assert test_stages.main([]) == 1
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "1 passed, 1 failed"
+    assert test_stages.main(["--only", "a"]) == 0
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "1 passed, 0 failed"
