@@ -20,6 +20,6 @@ for required in MANIFEST.json FILES.json README.md meta/runtime.yml playbooks/si
   grep -qx "$required" "$work/contents" || { echo "check-build: $required is missing from the artifact" >&2; exit 1; }
 done
 
-ansible-galaxy collection install --offline --force -p "$work/collections" "$artifact" >/dev/null
-ANSIBLE_COLLECTIONS_PATH="$work/collections" ansible-playbook sparkops.inference.site -i inventories/sparks --syntax-check
+ansible-galaxy collection install --offline --force --no-deps -p "$work/collections" "$artifact" >/dev/null
+ANSIBLE_COLLECTIONS_PATH="$work/collections:$PWD/.collections" ansible-playbook sparkops.inference.site -i inventories/sparks --syntax-check
 ANSIBLE_COLLECTIONS_PATH="$work/collections" ansible-doc -t module sparkops.inference.cluster_contract | head -3

@@ -33,12 +33,14 @@ STAGES: tuple[Stage, ...] = (
     Stage("mypy", ("bash", "tools/mypy.sh")),
     Stage("yamllint", ("yamllint", "--strict", ".")),
     Stage("ansible-lint", ("ansible-lint", "--offline", "--profile", "production")),
+    Stage("argument-specs", ("python", "tools/check_argspecs.py")),
     Stage("ansible-test-sanity", ("bash", "tools/ansible_test.sh", "sanity", "--requirements")),
     Stage("unit", ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit", f"--junitxml={OUTPUT}/unit.xml"), "unit.xml"),
     Stage("playbook-syntax", ("bash", "tools/check_playbooks.sh")),
     Stage("collection-build", ("bash", "tools/check_build.sh")),
     Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
     Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
+    Stage("molecule-ray", ("molecule", "test", "-s", "ray"), "molecule-ray.xml"),
 )
 
 

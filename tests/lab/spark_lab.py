@@ -3,7 +3,7 @@
   spark_lab.py image          build (or reuse) the node image and print its reference
   spark_lab.py up [--nodes N] image, wheelhouse, networks, N nodes, SSH, inventories/lab/hosts.yml
   spark_lab.py down           remove the lab's containers and the networks it created
-  spark_lab.py prepare        the node image and the networks, no nodes (Molecule's dependency step)
+  spark_lab.py prepare        the node image, the wheelhouse and the networks, no nodes (Molecule's dependency step)
   spark_lab.py release        remove the networks unless a container still uses them (Molecule's cleanup)
   spark_lab.py status         what runs, where
 
@@ -59,7 +59,7 @@ def up(node_count: int) -> None:
     known_hosts.unlink(missing_ok=True)  # new containers, new host keys
     ssh_config = STATE / "ssh" / "config"
     ssh_config.write_text(inventory.ssh_config(topo, key, known_hosts))
-    INVENTORY_FILE.write_text(inventory.hosts_yaml(topo, ssh_config))
+    INVENTORY_FILE.write_text(inventory.hosts_yaml(topo, ssh_config, wheels))
     for node in topo.nodes:  # prove the controller's path (head direct, workers via ProxyJump) works
         run(["ssh", "-F", str(ssh_config), "-o", "BatchMode=yes", node.name, "true"])
     log(f"lab up: {len(topo.nodes)} nodes from {image}; inventory {INVENTORY_FILE.relative_to(REPO)}")
@@ -102,6 +102,7 @@ def main(argv: list[str]) -> int:
             down(args.nodes)
         elif args.command == "prepare":
             node_image.ensure_image()
+            wheelhouse.ensure_wheelhouse(STATE / "wheelhouse")
             networks_up()
         elif args.command == "release":
             networks_down()

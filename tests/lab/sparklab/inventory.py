@@ -27,7 +27,7 @@ def ssh_config(topo: Topology, key_file: Path, known_hosts: Path) -> str:
     return "\n".join(["# Written by tests/lab (make lab-up); do not edit.", *blocks, ""])
 
 
-def hosts_yaml(topo: Topology, ssh_config_file: Path) -> str:
+def hosts_yaml(topo: Topology, ssh_config_file: Path, wheelhouse: Path | None = None) -> str:
     """The lab inventory: groups spark_head/spark_workers and each host's sparkops_fabric_ip."""
 
     def host(node_name: str, fabric_ip: str) -> dict[str, str]:
@@ -42,6 +42,7 @@ def hosts_yaml(topo: Topology, ssh_config_file: Path) -> str:
                 "sparkops_lab": True,
                 # One GPU per lab node (declared to Ray), all of them in one tensor-parallel group.
                 "sparkops_tensor_parallel_size": len(topo.nodes),
+                **({"ray_cluster_wheelhouse": str(wheelhouse)} if wheelhouse is not None else {}),
             },
             "children": {
                 "spark_head": {"hosts": {topo.head.name: host(topo.head.name, topo.head.fabric_ip)}},

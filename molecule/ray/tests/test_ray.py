@@ -1,0 +1,138 @@
+"""The Ray cluster formed by site.yml on the lab: on the fabric, from enabled units, back after a reboot."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import subprocess
+import time
+import typing as t
+
+import pytest
+import testinfra
+
+HEAD = os.environ["RAY_LAB_HEAD"]
+HEAD_IP = os.environ["RAY_LAB_HEAD_FABRIC_IP"]
+HEAD_MGMT_IP = os.environ["RAY_LAB_HEAD_MGMT_IP"]
+FABRIC = ipaddress.ip_network(os.environ["RAY_LAB_FABRIC_SUBNET"])
+NODES = int(os.environ["RAY_LAB_NODES"])
+PROJECT = os.environ["RAY_LAB_PROJECT"]
+PYTHON = "/opt/sparkops/ray/bin/python"
+NODES_SCRIPT = (
+    "import json, ray; ray.init(address='{addr}', _node_ip_address='{ip}', logging_level='ERROR', log_to_driver=False);"
+    "print(json.dumps([{{'ip': n['NodeManagerAddress'], 'alive': n['Alive'], 'gpus': n['Resources'].get('GPU', 0)}} for n in ray.nodes()]))"
+)
+
+
+def is_head(host: t.Any) -> bool:
+    return host.backend.name == HEAD
+
+
+def fabric_ip(host: t.Any) -> str:
+    return host.check_output("ip -4 -o addr show dev enp1s0f1np1").split()[3].split("/")[0]
+
+
+def alive_nodes(head: t.Any) -> list[dict[str, t.Any]]:
+    result = head.run(f"{PYTHON} -c \"{NODES_SCRIPT.format(addr=f'{HEAD_IP}:6379', ip=HEAD_IP)}\"")
+    if result.rc != 0:
+        return []
+    return [n for n in json.loads(result.stdout.strip().splitlines()[-1]) if n["alive"]]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> list[dict[str, t.Any]]:
+    """The alive nodes, waiting (bounded) for the cluster to re-form after the reboot of every node."""
+    head = testinfra.get_host(f"podman://{HEAD}")
+    deadline = time.monotonic() + 180
+    nodes: list[dict[str, t.Any]] = []
+    while time.monotonic() < deadline:
+        nodes = alive_nodes(head)
+        if len(nodes) == NODES:
+            return nodes
+        time.sleep(3)
+    pytest.fail(f"after the reboot only {len(nodes)} of {NODES} nodes re-joined: {nodes}")
+
+
+def test_cluster_reformed_after_reboot_on_the_fabric(cluster: list[dict[str, t.Any]]) -> None:
+    assert len(cluster) == NODES
+    assert all(ipaddress.ip_address(n["ip"]) in FABRIC for n in cluster), cluster
+    assert HEAD_IP in [n["ip"] for n in cluster]
+
+
+def test_every_node_declares_its_gpu(cluster: list[dict[str, t.Any]]) -> None:
+    assert [n["gpus"] for n in cluster] == [1.0] * NODES
+
+
+def test_ray_status_lists_every_node_with_the_declared_gpus(cluster: list[dict[str, t.Any]]) -> None:
+    head = testinfra.get_host(f"podman://{HEAD}")
+    status = head.check_output(f"/opt/sparkops/ray/bin/ray status --address {HEAD_IP}:6379")
+    active = re.search(r"Active:\n((?: \d+ node_\w+\n)+)", status + "\n")
+    assert active is not None, status
+    assert len(active.group(1).strip().splitlines()) == NODES, status
+    assert re.search(rf"0\.0/{NODES}\.0 GPU", status), status
+
+
+def test_unit_enabled_and_running(host: t.Any, cluster: list[dict[str, t.Any]]) -> None:
+    unit = host.service("sparkops-ray-head" if is_head(host) else "sparkops-ray-worker")
+    assert unit.is_enabled
+    assert unit.is_running
+    other = host.service("sparkops-ray-worker" if is_head(host) else "sparkops-ray-head")
+    assert not other.is_running
+
+
+def test_raylet_runs_on_the_fabric_address_without_the_memory_monitor(host: t.Any, cluster: list[dict[str, t.Any]]) -> None:
+    pid = host.check_output("pgrep -o -f '^/opt/sparkops/ray/bin/python.*ray start'")
+    cmdline = host.file(f"/proc/{pid}/cmdline").content_string.split("\0")
+    environ = host.file(f"/proc/{pid}/environ").content_string.split("\0")
+    assert f"--node-ip-address={fabric_ip(host)}" in cmdline, cmdline
+    assert "RAY_memory_monitor_refresh_ms=0" in environ
+    assert f"VLLM_HOST_IP={fabric_ip(host)}" in environ
+    if is_head(host):
+        assert "--head" in cmdline and "--include-dashboard=false" in cmdline
+    else:
+        assert f"--address={HEAD_IP}:6379" in cmdline
+
+
+def test_fabric_environment(host: t.Any) -> None:
+    env = dict(line.split("=", 1) for line in host.file("/etc/sparkops/fabric.env").content_string.splitlines() if line and not line.startswith("#"))
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == env["UCX_NET_DEVICES"] == "enp1s0f1np1"
+    assert env["NCCL_IB_DISABLE"] == "1"  # the lab has no RDMA device: sockets on the fabric
+    assert "NCCL_IB_HCA" not in env
+    assert env["VLLM_HOST_IP"] == fabric_ip(host)
+    assert env["MASTER_ADDR"] == HEAD_IP
+    carry = json.loads(host.file(f"{env['VLLM_CONFIG_ROOT']}/ray_non_carry_over_env_vars.json").content_string)
+    assert "VLLM_HOST_IP" in carry and "NCCL_SOCKET_IFNAME" in carry
+
+
+def test_units_confine_ray_to_the_fabric(host: t.Any) -> None:
+    unit = "sparkops-ray-head" if is_head(host) else "sparkops-ray-worker"
+    allow = host.check_output(f"systemctl show -p IPAddressAllow --value {unit}")
+    deny = host.check_output(f"systemctl show -p IPAddressDeny --value {unit}")
+    assert str(FABRIC) in allow and "127.0.0.0/8" in allow, allow
+    assert "0.0.0.0/0" in deny, deny
+
+
+def test_no_ray_listener_bound_to_the_management_address(host: t.Any, cluster: list[dict[str, t.Any]]) -> None:
+    # Ray 2.60 binds its gRPC servers to every interface (0.0.0.0); what it binds to one address must be the fabric's.
+    listeners = host.check_output("ss -Hltnp").splitlines()
+    ray = [line.split()[3] for line in listeners if re.search(r'"(gcs_server|raylet|ray::|python)', line)]
+    assert ray, listeners
+    bound = [a.rsplit(":", 1)[0] for a in ray if not a.startswith(("*", "0.0.0.0", "[::]"))]
+    assert HEAD_MGMT_IP not in bound, ray
+    assert all(ipaddress.ip_address(a.strip("[]")) in FABRIC or ipaddress.ip_address(a.strip("[]")).is_loopback for a in bound), ray
+
+
+def test_tag_scoped_rerun_changes_nothing(cluster: list[dict[str, t.Any]]) -> None:
+    run = subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", "--tags", "ray"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    recap = run.stdout[run.stdout.rindex("PLAY RECAP") :]
+    assert re.findall(r"changed=(\d+)", recap) and set(re.findall(r"changed=(\d+)", recap)) == {"0"}, recap

@@ -1,0 +1,372 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Ask a Ray installation for its versions and its cluster's nodes, and judge whether the cluster is complete.
+
+The module ``ray_cluster_info`` runs :data:`SCRIPT` with the Ray interpreter on the managed host (or inside the
+Ray container) and hands the output to the pure functions here, so that everything but the process call is
+unit-testable.
+
+Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import typing as t
+from collections import Counter
+from dataclasses import dataclass
+
+DEFAULT_PYTHON = "/opt/sparkops/ray/bin/python"
+CONTAINER_PYTHON = "python3"
+HEAD_RESOURCE = "node:__internal_head__"
+STDERR_TAIL_LINES = 15
+
+# Runs under the Ray interpreter (any Python 3 with ray installed), so stdlib only.
+# It prints exactly one JSON object on stdout: Ray and the C++ core worker may write to fd 1 while connecting,
+# so fd 1 is pointed at stderr until the result is written to a saved copy of the original stdout.
+# ray.init() against an unreachable GCS makes RAY_NUM_REDIS_GET_RETRIES (20) attempts of about 40 s each (C++
+# connect, pubsub and cluster-ID timeouts) before it raises; RAY_gcs_server_port_wait_time_s=1 makes it one
+# attempt, so that one look at a cluster that is not up yet fails in under a minute and the module's own wait
+# loop (timeout, poll_interval) decides how long to keep trying.
+SCRIPT = r"""
+import json, logging, os, platform, sys
+
+args = json.loads(sys.argv[1])
+os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "1")
+out = {"python_version": platform.python_version(), "python_executable": sys.executable}
+real_stdout = os.dup(1)
+os.dup2(2, 1)
+
+
+def emit(rc):
+    sys.stdout.flush()
+    os.write(real_stdout, (json.dumps(out, default=str, sort_keys=True) + "\n").encode("utf-8"))
+    sys.exit(rc)
+
+
+try:
+    import ray
+except Exception as exc:
+    out["import_error"] = "%s: %s" % (type(exc).__name__, exc)
+    emit(0)
+out["ray_version"] = getattr(ray, "__version__", None)
+address = args.get("address")
+if address:
+    kwargs = {"address": address, "logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": False}
+    if args.get("node_ip_address"):
+        kwargs["_node_ip_address"] = args["node_ip_address"]
+    try:
+        ray.init(**kwargs)
+        out["nodes"] = ray.nodes()
+    except BaseException as exc:
+        out["connect_error"] = "%s: %s" % (type(exc).__name__, exc)
+    finally:
+        try:
+            ray.shutdown()
+        except BaseException:
+            pass
+emit(0)
+"""
+
+
+class RayClusterError(ValueError):
+    """The Ray interpreter could not be run, Ray is not importable, or its answer makes no sense."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One run of :data:`SCRIPT`: the versions, and the raw ``ray.nodes()`` list or why it could not be had."""
+
+    ray_version: str
+    python_version: str
+    nodes: list[dict[str, t.Any]] | None = None
+    connect_error: str | None = None
+    stderr: str = ""
+
+    @property
+    def reached(self) -> bool:
+        return self.nodes is not None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The cluster measured against the expected nodes."""
+
+    nodes: list[dict[str, t.Any]]
+    ready: bool
+    missing: list[str]
+    problems: list[str]
+    unexpected_nodes: list[dict[str, t.Any]]
+    alive_nodes: int
+    total_gpus: float
+
+
+@dataclass(frozen=True)
+class WaitOutcome:
+    """What :func:`wait_for_cluster` saw last; ``failure`` is the message to fail with, None when ready."""
+
+    probe: Probe
+    evaluation: Evaluation | None
+    failure: str | None
+    attempts: int
+
+
+def resolve_python(python: str | None, container: str | None) -> str:
+    """The interpreter to run: ``python`` when given, else ``python3`` in a container or the Ray venv on the host."""
+    if python:
+        return python
+    return CONTAINER_PYTHON if container else DEFAULT_PYTHON
+
+
+def script_args(address: str | None = None, node_ip_address: str | None = None) -> str:
+    """The single JSON argument :data:`SCRIPT` reads from ``sys.argv[1]``."""
+    return json.dumps({"address": address or None, "node_ip_address": node_ip_address or None}, sort_keys=True)
+
+
+def build_argv(
+    python: str,
+    address: str | None = None,
+    node_ip_address: str | None = None,
+    container: str | None = None,
+    docker: str | None = None,
+) -> list[str]:
+    """The argv that runs :data:`SCRIPT`, prefixed with ``docker exec <container>`` when ``container`` is set."""
+    argv = [python, "-c", SCRIPT, script_args(address, node_ip_address)]
+    if container:
+        if not docker:
+            raise RayClusterError(f"container {container!r} is set but no docker binary was given")
+        argv = [docker, "exec", container, *argv]
+    return argv
+
+
+def stderr_tail(stderr: str, lines: int = STDERR_TAIL_LINES) -> str:
+    """The last ``lines`` non-empty lines of ``stderr``, joined by newlines."""
+    kept = [line.rstrip() for line in (stderr or "").splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+def _last_json_object(stdout: str) -> t.Any:
+    text = (stdout or "").strip()
+    if not text:
+        raise ValueError("empty output")
+    try:
+        return json.loads(text)
+    except ValueError:
+        # Tolerate noise before the result: the result is always the last line.
+        return json.loads(text.splitlines()[-1])
+
+
+def parse_output(rc: int, stdout: str, stderr: str, python: str, where: str = "") -> Probe:
+    """Turn one run of :data:`SCRIPT` into a :class:`Probe`, or raise :class:`RayClusterError` saying why not.
+
+    ``python`` names the interpreter and ``where`` (for example ``" in container ray"``) where it ran, for messages.
+    An unreachable cluster is not an error here: the probe carries ``connect_error`` so the caller can wait.
+    """
+    runner = f"{python}{where}"
+    tail = stderr_tail(stderr)
+    try:
+        data = _last_json_object(stdout)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        if "ModuleNotFoundError" in tail or "ImportError" in tail:
+            last = tail.splitlines()[-1] if tail else ""
+            raise RayClusterError(f"ray is not importable by {runner}: {last}")
+        detail = f"stderr: {tail}" if tail else f"stdout: {(stdout or '').strip()[-500:]!r}"
+        raise RayClusterError(f"running {runner} did not print the expected JSON object (rc={rc}); {detail}")
+    if data.get("import_error"):
+        raise RayClusterError(f"ray is not importable by {runner}: {data['import_error']}")
+    ray_version = data.get("ray_version")
+    python_version = data.get("python_version")
+    if not isinstance(ray_version, str) or not isinstance(python_version, str):
+        raise RayClusterError(f"{runner} reported no ray_version or python_version: {data!r}")
+    raw_nodes = data.get("nodes")
+    if raw_nodes is not None and not (isinstance(raw_nodes, list) and all(isinstance(n, dict) for n in raw_nodes)):
+        raise RayClusterError(f"{runner} reported nodes that are not a list of objects: {raw_nodes!r}")
+    connect_error = data.get("connect_error")
+    return Probe(
+        ray_version=ray_version,
+        python_version=python_version,
+        nodes=raw_nodes,
+        connect_error=str(connect_error) if connect_error else None,
+        stderr=stderr or "",
+    )
+
+
+def _number(value: t.Any) -> float:
+    if isinstance(value, bool):
+        return 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def normalise_node(raw: t.Mapping[str, t.Any]) -> dict[str, t.Any]:
+    """One ``ray.nodes()`` entry in the module's shape."""
+    resources_raw = raw.get("Resources") or {}
+    resources = {str(k): v for k, v in resources_raw.items()} if isinstance(resources_raw, t.Mapping) else {}
+    state = raw.get("state")
+    alive = bool(raw.get("Alive", raw.get("alive", state == "ALIVE")))
+    if state not in ("ALIVE", "DEAD"):
+        state = "ALIVE" if alive else "DEAD"
+    return {
+        "node_id": str(raw.get("NodeID") or ""),
+        "ip": str(raw.get("NodeManagerAddress") or ""),
+        "alive": alive,
+        "state": state,
+        "is_head": HEAD_RESOURCE in resources,
+        "hostname": str(raw.get("NodeManagerHostname") or ""),
+        "resources": resources,
+        "gpus": _number(resources.get("GPU", 0)),
+    }
+
+
+def normalise_nodes(raw_nodes: t.Iterable[t.Mapping[str, t.Any]]) -> list[dict[str, t.Any]]:
+    """All nodes, normalised: alive before dead, the head first, then by IP."""
+    nodes = [normalise_node(raw) for raw in raw_nodes]
+    return sorted(nodes, key=lambda n: (not n["alive"], not n["is_head"], n["ip"], n["node_id"]))
+
+
+def format_gpus(value: float) -> str:
+    """``1.0`` as ``1``, ``0.5`` as ``0.5``."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def describe_alive(nodes: t.Sequence[t.Mapping[str, t.Any]]) -> str:
+    """E.g. ``2 alive nodes: 192.168.200.11 (head, 1 GPU), 192.168.200.12 (0 GPU)``."""
+    alive = [n for n in nodes if n["alive"]]
+    if not alive:
+        return "no alive nodes"
+    parts = [f"{n['ip']} ({'head, ' if n['is_head'] else ''}{format_gpus(n['gpus'])} GPU)" for n in alive]
+    noun = "node" if len(alive) == 1 else "nodes"
+    return f"{len(alive)} alive {noun}: {', '.join(parts)}"
+
+
+def evaluate(
+    nodes: t.Sequence[t.Mapping[str, t.Any]],
+    expected_nodes: t.Mapping[str, str] | None = None,
+    expected_gpus_per_node: float = 0.0,
+) -> Evaluation:
+    """Measure normalised ``nodes`` against ``expected_nodes`` (inventory host -> node IP).
+
+    Ready when every expected IP has an ALIVE node with at least ``expected_gpus_per_node`` GPUs. ``problems``
+    says, per missing host in ``expected_nodes`` order, why it is missing. Alive nodes whose IP is not expected
+    are listed in ``unexpected_nodes`` without making the cluster unready.
+    """
+    node_list = [dict(n) for n in nodes]
+    alive = [n for n in node_list if n["alive"]]
+    expected = {str(host): str(ip) for host, ip in (expected_nodes or {}).items()}
+    missing: list[str] = []
+    problems: list[str] = []
+    for host, ip in expected.items():
+        here = [n for n in node_list if n["ip"] == ip]
+        alive_here = [n for n in here if n["alive"]]
+        if not here:
+            problems.append(f"{host} ({ip}) has not joined")
+        elif not alive_here:
+            problems.append(f"{host} ({ip}) is DEAD")
+        else:
+            best = max(n["gpus"] for n in alive_here)
+            if best >= expected_gpus_per_node:
+                continue
+            problems.append(f"{host} ({ip}) is alive with {format_gpus(best)} GPU, expected {format_gpus(expected_gpus_per_node)}")
+        missing.append(host)
+    expected_ips = set(expected.values())
+    unexpected = [n for n in alive if n["ip"] not in expected_ips] if expected else []
+    return Evaluation(
+        nodes=node_list,
+        ready=not missing,
+        missing=missing,
+        problems=problems,
+        unexpected_nodes=unexpected,
+        alive_nodes=len(alive),
+        total_gpus=float(sum(n["gpus"] for n in alive)),
+    )
+
+
+def format_seconds(value: float) -> str:
+    return format_gpus(round(float(value), 1))
+
+
+def not_ready_message(address: str, evaluation: Evaluation, timeout: float) -> str:
+    """E.g. ``Ray cluster at A: after 120s, spark-worker2 (...) has not joined. Last state seen: 1 alive node: ...``."""
+    after = f"after {format_seconds(timeout)}s, " if timeout > 0 else ""
+    return f"Ray cluster at {address}: {after}{'; '.join(evaluation.problems)}. Last state seen: {describe_alive(evaluation.nodes)}"
+
+
+def unreachable_message(address: str, probe: Probe, timeout: float, runner: str) -> str:
+    """The cluster could not be reached at all: say so, with the connection error and the script's stderr tail."""
+    after = f" after {format_seconds(timeout)}s" if timeout > 0 else ""
+    message = f"Ray cluster at {address}: cannot connect{after} (ray.init by {runner}): {probe.connect_error}"
+    tail = stderr_tail(probe.stderr)
+    if tail:
+        message += f"; stderr tail:\n{tail}"
+    return message
+
+
+def wait_for_cluster(
+    probe: t.Callable[[], Probe],
+    address: str,
+    expected_nodes: t.Mapping[str, str] | None = None,
+    expected_gpus_per_node: float = 0.0,
+    timeout: float = 0.0,
+    poll_interval: float = 2.0,
+    runner: str = DEFAULT_PYTHON,
+    clock: t.Callable[[], float] | None = None,
+    sleep: t.Callable[[float], t.Any] | None = None,
+) -> WaitOutcome:
+    """Call ``probe`` until the cluster is reachable and meets the expectations, or ``timeout`` seconds passed.
+
+    ``timeout`` 0 looks once. :class:`RayClusterError` from ``probe`` (Ray missing, garbage output) is not retried.
+    ``clock`` and ``sleep`` (default: ``time.monotonic`` and ``time.sleep``) are injectable so the loop can be
+    tested without waiting.
+    """
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
+    start = clock()
+    deadline = start + max(0.0, float(timeout))
+    attempts = 0
+    while True:
+        attempts += 1
+        result = probe()
+        evaluation = None
+        if result.nodes is not None:
+            evaluation = evaluate(normalise_nodes(result.nodes), expected_nodes, expected_gpus_per_node)
+            if evaluation.ready:
+                return WaitOutcome(result, evaluation, None, attempts)
+        now = clock()
+        if now >= deadline:
+            break
+        sleep(max(0.0, min(float(poll_interval), deadline - now)))
+    if evaluation is None:
+        return WaitOutcome(result, None, unreachable_message(address, result, timeout, runner), attempts)
+    return WaitOutcome(result, evaluation, not_ready_message(address, evaluation, timeout), attempts)
+
+
+def version_mismatches(per_host: t.Mapping[str, t.Mapping[str, t.Any]]) -> list[str]:
+    """Name every host whose Ray or Python version differs from the majority (ties: the first host's).
+
+    ``per_host`` maps host names to ``{"ray_version": ..., "python_version": ...}``. Versions compare as exact
+    strings: Ray refuses to join a node whose Python differs even in the patch release (3.11.2 vs 3.11.7).
+    Returns an empty list when all agree.
+    """
+    messages: list[str] = []
+    for key, label in (("ray_version", "Ray"), ("python_version", "Python")):
+        values: dict[str, str] = {}
+        for host, facts in per_host.items():
+            value = facts.get(key) if isinstance(facts, t.Mapping) else None
+            if value is None or str(value).strip() == "":
+                messages.append(f"{label} version of {host} is unknown")
+            else:
+                values[str(host)] = str(value).strip()
+        if not values:
+            continue
+        counts = Counter(values.values())
+        # max() keeps the first of equal counts and Counter keeps first-seen order, so ties go to the first host.
+        reference = max(counts, key=lambda v: counts[v])
+        reference_host = next(host for host, value in values.items() if value == reference)
+        messages.extend(f"{label} {value} on {host} differs from {reference} on {reference_host}" for host, value in values.items() if value != reference)
+    return messages
