@@ -8,4 +8,4 @@ mypy --config-file "$repo/.mypy.ini" ansible_collections/sparkops/inference/plug
 cd "$repo/tests/lab"
 mypy --config-file "$repo/.mypy.ini" sparklab spark_lab.py
 cd "$repo"
-mypy --config-file .mypy.ini tools/test_stages.py tools/check_argspecs.py
+mypy --config-file .mypy.ini tools/test_stages.py tools/check_argspecs.py bench/ray_formation.py
