@@ -136,3 +136,57 @@ def test_tag_scoped_rerun_changes_nothing(cluster: list[dict[str, t.Any]]) -> No
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     recap = run.stdout[run.stdout.rindex("PLAY RECAP") :]
     assert re.findall(r"changed=(\d+)", recap) and set(re.findall(r"changed=(\d+)", recap)) == {"0"}, recap
+
+
+def materialise_sysfs(case: str, node: str) -> str:
+    """Copy a sysfs fixture tree of the unit tests (with its symlinks) into ``node``; return its path there."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    source = Path(PROJECT) / "tests/unit/plugins/module_utils/fixtures/sysfs" / case
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / f"sysfs-{case}"
+        shutil.copytree(source, tree, ignore=shutil.ignore_patterns("symlinks.txt"))
+        for line in (source / "symlinks.txt").read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                link, target = line.split()
+                (tree / link).parent.mkdir(parents=True, exist_ok=True)
+                (tree / link).symlink_to(target)
+        subprocess.run(["podman", "exec", node, "rm", "-rf", f"/tmp/{tree.name}"], check=True)
+        subprocess.run(["podman", "cp", str(tree), f"{node}:/tmp/{tree.name}"], check=True)
+    return f"/tmp/sysfs-{case}"
+
+
+def run_site(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
+    )
+
+
+def test_fabric_link_down_fails_naming_host_interface_and_state(cluster: list[dict[str, t.Any]]) -> None:
+    worker = "ray-spark-worker1"
+    node = testinfra.get_host(f"podman://{worker}")
+    before = node.file("/etc/sparkops/fabric.env").sha256sum
+    sysfs = materialise_sysfs("link_down", worker)
+    run = run_site("--tags", "nccl", "--limit", worker, "-e", f"nccl_env_sysfs_root={sysfs}")
+    assert run.returncode != 0, run.stdout[-2000:]
+    assert f"host {worker}: fabric interface enp1s0f1np1 is not up (state: down, RDMA rocep1s0f1 DOWN)" in " ".join(run.stdout.split()), run.stdout[-3000:]
+    assert node.file("/etc/sparkops/fabric.env").sha256sum == before  # nothing half-done
+
+
+def test_roce_host_would_get_both_twins_in_check_mode(cluster: list[dict[str, t.Any]]) -> None:
+    worker = "ray-spark-worker2"
+    node = testinfra.get_host(f"podman://{worker}")
+    before = node.file("/etc/sparkops/fabric.env").sha256sum
+    sysfs = materialise_sysfs("both_halves", worker)
+    run = run_site("--tags", "nccl", "--limit", worker, "--check", "--diff", "-e", f"nccl_env_sysfs_root={sysfs}")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "+NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1" in run.stdout, run.stdout[-3000:]
+    assert "-NCCL_IB_DISABLE=1" in run.stdout and "+NCCL_IB_DISABLE=0" in run.stdout, run.stdout[-3000:]
+    assert node.file("/etc/sparkops/fabric.env").sha256sum == before  # check mode changed nothing
