@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
             sh([*LAB, "up", "--nodes", str(n)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             sh(["ansible-playbook", "site.yml", "-i", "inventories/lab"], stdout=subprocess.DEVNULL, env=env)
             parallel[n], serial[n] = [], []
-            for _ in range(args.rounds):  # interleaved, so drift hits both alike
+            for _round in range(args.rounds):  # interleaved, so drift hits both alike
                 parallel[n].append(form_once(n, serial=False))
                 serial[n].append(form_once(n, serial=True))
             print(f"{n} nodes: parallel {', '.join(f'{s:.1f}s' for s in parallel[n])}; serial {', '.join(f'{s:.1f}s' for s in serial[n])}", flush=True)

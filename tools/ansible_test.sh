@@ -19,6 +19,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 dest=$work/ansible_collections/sparkops/inference
 mkdir -p "$dest"
-git -C "$repo" ls-files -z --cached --others --exclude-standard | (cd "$repo" && xargs -0 cp --parents -t "$dest")
+# Tracked and untracked (not ignored) files that exist: a file deleted but not yet staged is skipped.
+git -C "$repo" ls-files -z --cached --others --exclude-standard \
+  | (cd "$repo" && while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done) \
+  | (cd "$repo" && xargs -0 cp --parents -t "$dest")
 cd "$dest"
 ansible-test "$@" --python 3.11 --color no

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+UNIT = Path(__file__).resolve().parent
+if str(UNIT) not in sys.path:
+    sys.path.insert(0, str(UNIT))  # shared test helpers such as sysfs_tree
 COLLECTIONS = Path(__file__).resolve().parents[2] / ".collections"
 if (COLLECTIONS / "ansible_collections" / "sparkops" / "inference").is_dir() and str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))

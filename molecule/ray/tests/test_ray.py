@@ -140,21 +140,17 @@ def test_tag_scoped_rerun_changes_nothing(cluster: list[dict[str, t.Any]]) -> No
 
 def materialise_sysfs(case: str, node: str) -> str:
     """Copy a sysfs fixture tree of the unit tests (with its symlinks) into ``node``; return its path there."""
-    import shutil
+    import sys
     import tempfile
     from pathlib import Path
 
-    source = Path(PROJECT) / "tests/unit/plugins/module_utils/fixtures/sysfs" / case
+    sys.path.insert(0, f"{PROJECT}/tests/unit")
+    from sysfs_tree import materialise
+
     with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / f"sysfs-{case}"
-        shutil.copytree(source, tree, ignore=shutil.ignore_patterns("symlinks.txt"))
-        for line in (source / "symlinks.txt").read_text().splitlines():
-            if line.strip() and not line.startswith("#"):
-                link, target = line.split()
-                (tree / link).parent.mkdir(parents=True, exist_ok=True)
-                (tree / link).symlink_to(target)
-        subprocess.run(["podman", "exec", node, "rm", "-rf", f"/tmp/{tree.name}"], check=True)
-        subprocess.run(["podman", "cp", str(tree), f"{node}:/tmp/{tree.name}"], check=True)
+        tree = materialise(case, Path(tmp))
+        subprocess.run(["podman", "exec", node, "rm", "-rf", f"/tmp/sysfs-{case}"], check=True)
+        subprocess.run(["podman", "cp", str(tree), f"{node}:/tmp/sysfs-{case}"], check=True)
     return f"/tmp/sysfs-{case}"
 
 

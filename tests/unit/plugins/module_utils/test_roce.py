@@ -24,6 +24,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._roce import (
     parse_ip_addr_json,
     roce_info,
 )
+from sysfs_tree import materialise
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sysfs"
 CASES = ("single_port", "both_halves", "gid_index_5", "link_down", "no_rdma", "ipv6_only_gids")
@@ -36,18 +37,8 @@ TWIN_PORT_1 = "devices/pci0002:00/0002:00:01.0/0002:01:00.1/infiniband/roceP2p1s
 
 
 def make_sysfs(case: str, tmp_path: Path) -> Path:
-    """Copy the fixture tree ``case`` under tmp_path and make the symlinks its symlinks.txt lists."""
-    root = tmp_path / case
-    shutil.copytree(FIXTURES / case, root, ignore=shutil.ignore_patterns("symlinks.txt"))
-    for line in (FIXTURES / case / "symlinks.txt").read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        link, target = line.split()
-        (root / link).parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(target, root / link)
-        if not (root / link).exists():
-            raise AssertionError(f"{case}: symlink {link} -> {target} is broken")
-    return root
+    """Copy the fixture tree ``case`` under tmp_path as a real sysfs layout (tests/unit/sysfs_tree.py)."""
+    return materialise(case, tmp_path)
 
 
 def mapped(address: str) -> str:

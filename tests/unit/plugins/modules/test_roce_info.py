@@ -6,8 +6,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import typing as t
 from pathlib import Path
 from unittest.mock import MagicMock, patch
@@ -16,6 +14,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.modules import roce_info
+from sysfs_tree import materialise
 
 FIXTURES = Path(__file__).parents[1] / "module_utils" / "fixtures" / "sysfs"
 IP = "/usr/sbin/ip"
@@ -23,16 +22,8 @@ FABRIC_IP = "192.168.200.11"
 
 
 def make_sysfs(case: str, tmp_path: Path) -> Path:
-    """Copy the fixture tree ``case`` under tmp_path and make the symlinks its symlinks.txt lists."""
-    root = tmp_path / case
-    shutil.copytree(FIXTURES / case, root, ignore=shutil.ignore_patterns("symlinks.txt"))
-    for line in (FIXTURES / case / "symlinks.txt").read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        link, target = line.split()
-        (root / link).parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(target, root / link)
-    return root
+    """Copy the fixture tree ``case`` under tmp_path as a real sysfs layout (tests/unit/sysfs_tree.py)."""
+    return materialise(case, tmp_path)
 
 
 def ip_json(addresses: dict[str, list[str]]) -> str:
