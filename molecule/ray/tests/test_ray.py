@@ -131,14 +131,7 @@ def test_no_ray_listener_bound_to_the_management_address(host: t.Any, cluster: l
 
 
 def test_tag_scoped_rerun_changes_nothing(cluster: list[dict[str, t.Any]]) -> None:
-    run = subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", "--tags", "ray"],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
+    run = run_site("--tags", "ray")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     recap = run.stdout[run.stdout.rindex("PLAY RECAP") :]
     assert re.findall(r"changed=(\d+)", recap) and set(re.findall(r"changed=(\d+)", recap)) == {"0"}, recap

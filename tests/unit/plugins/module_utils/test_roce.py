@@ -26,7 +26,6 @@ from ansible_collections.sparkops.inference.plugins.module_utils._roce import (
 )
 from sysfs_tree import materialise
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sysfs"
 CASES = ("single_port", "both_halves", "gid_index_5", "link_down", "no_rdma", "ipv6_only_gids")
 FABRIC_IP = "192.168.200.11"
 TWIN_IP = "192.168.201.11"

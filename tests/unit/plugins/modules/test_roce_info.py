@@ -16,7 +16,6 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.modules import roce_info
 from sysfs_tree import materialise
 
-FIXTURES = Path(__file__).parents[1] / "module_utils" / "fixtures" / "sysfs"
 IP = "/usr/sbin/ip"
 FABRIC_IP = "192.168.200.11"
 
