@@ -59,7 +59,7 @@ def fabric_env(
     if not isinstance(netdev, str) or not _IFNAME.fullmatch(netdev):
         raise FabricEnvError(f"fabric interface must be a network interface name, got {netdev!r}")
     hcas = list(ib_hca) if ib_hca else [str(h) for h in roce.get("hca_list") or []]
-    detected = "ib" if hcas and roce.get("transport", "ib" if hcas else "socket") == "ib" else "socket"
+    detected = "ib" if hcas and roce.get("transport", "ib") == "ib" else "socket"
     use = detected if transport == "auto" else transport
     if use == "ib" and not hcas:
         raise FabricEnvError(f"transport ib needs RDMA devices, but none were found for {netdev}; set the HCA list or use transport socket")

@@ -37,6 +37,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster im
     version_mismatches,
     wait_for_cluster,
 )
+from fake_clock import FakeClock
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ray"
 ADDRESS = "192.168.200.11:6379"
@@ -85,21 +86,6 @@ def reachable(*nodes: dict[str, t.Any]) -> Probe:
 
 def unreachable(error: str = "ConnectionError: Failed to connect to Ray cluster at 192.168.200.11:6379") -> Probe:
     return Probe(ray_version="2.60.0", python_version="3.11.7", connect_error=error, stderr="W gcs_client.cc: Timed out\n")
-
-
-class FakeClock:
-    """A monotonic clock that only moves when slept on, or when a probe takes time."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 class Probes:

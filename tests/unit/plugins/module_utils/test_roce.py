@@ -24,7 +24,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._roce import (
     parse_ip_addr_json,
     roce_info,
 )
-from sysfs_tree import materialise
+from sysfs_tree import materialise as make_sysfs
 
 CASES = ("single_port", "both_halves", "gid_index_5", "link_down", "no_rdma", "ipv6_only_gids")
 FABRIC_IP = "192.168.200.11"
@@ -33,11 +33,6 @@ TWIN_IP = "192.168.201.11"
 ADDRESSES: dict[str, list[str]] = {"lo": ["127.0.0.1"], "enP7s7": ["10.0.0.5"], "enp1s0f1np1": [FABRIC_IP], "enP2p1s0f1np1": [TWIN_IP]}
 PORT_1 = "devices/pci0000:00/0000:00:01.0/0000:01:00.1/infiniband/rocep1s0f1/ports/1"
 TWIN_PORT_1 = "devices/pci0002:00/0002:00:01.0/0002:01:00.1/infiniband/roceP2p1s0f1/ports/1"
-
-
-def make_sysfs(case: str, tmp_path: Path) -> Path:
-    """Copy the fixture tree ``case`` under tmp_path as a real sysfs layout (tests/unit/sysfs_tree.py)."""
-    return materialise(case, tmp_path)
 
 
 def mapped(address: str) -> str:

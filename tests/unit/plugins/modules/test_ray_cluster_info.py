@@ -18,6 +18,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.module_utils import _ray_cluster
 from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster import DEFAULT_PYTHON, SCRIPT
 from ansible_collections.sparkops.inference.plugins.modules import ray_cluster_info
+from fake_clock import FakeClock
 
 FIXTURES = Path(__file__).resolve().parents[1] / "module_utils" / "fixtures" / "ray"
 ADDRESS = "192.168.200.11:6379"
@@ -39,19 +40,6 @@ def all_alive() -> str:
         node["Alive"] = node["alive"] = True
         node["Resources"]["GPU"] = 1.0
     return json.dumps(data)
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def run_main(

@@ -14,15 +14,10 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.modules import roce_info
-from sysfs_tree import materialise
+from sysfs_tree import materialise as make_sysfs
 
 IP = "/usr/sbin/ip"
 FABRIC_IP = "192.168.200.11"
-
-
-def make_sysfs(case: str, tmp_path: Path) -> Path:
-    """Copy the fixture tree ``case`` under tmp_path as a real sysfs layout (tests/unit/sysfs_tree.py)."""
-    return materialise(case, tmp_path)
 
 
 def ip_json(addresses: dict[str, list[str]]) -> str:
