@@ -40,6 +40,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("collection-build", ("bash", "tools/check_build.sh")),
     Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
     Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
+    Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
     Stage("molecule-ray", ("molecule", "test", "-s", "ray"), "molecule-ray.xml"),
 )
 

@@ -10,6 +10,15 @@ from .run import LabError, log, out, run
 from .topology import FABRIC_IFNAME, LAB_LABEL, MGMT_IFNAME, Network, Node, Topology
 
 HEAD_WHEELHOUSE = "/srv/sparkops/wheelhouse"
+# What the lab cannot run (GPU, docker engine) gets a stand-in from tests/lab/standins, mounted read-only on every
+# node where the real command would be. They exist in the lab only.
+STANDINS_DIR = Path(__file__).resolve().parent.parent / "standins"
+STANDINS = ("nvidia-smi", "docker", "gpu-holder")
+
+
+def standin_volumes() -> list[str]:
+    """podman --volume options that put the stand-ins on a node's PATH (/usr/local/bin)."""
+    return [f"--volume={STANDINS_DIR / name}:/usr/local/bin/{name}:ro" for name in STANDINS]
 
 
 def _host_rules(net: Network) -> list[list[str]]:
@@ -72,6 +81,7 @@ def start_node(topo: Topology, node: Node, wheelhouse: Path | None) -> None:
         "--label", f"{LAB_LABEL}={topo.name}", "--label", f"{LAB_LABEL}.role={node.role}",
         "--systemd=always", "--restart=always", "--shm-size=1g",
     ]  # fmt: skip
+    argv += standin_volumes()
     if node.mgmt_ip:
         argv.append(f"--network={topo.mgmt.name}:ip={node.mgmt_ip},mac={mac_address(0x3A, node.mgmt_ip)},interface_name={MGMT_IFNAME}")
     argv.append(f"--network={topo.fabric.name}:ip={node.fabric_ip},mac={mac_address(0xFA, node.fabric_ip)},interface_name={FABRIC_IFNAME}")
