@@ -6,6 +6,11 @@
   spark_lab.py prepare        the node image, the wheelhouse and the networks, no nodes (Molecule's dependency step)
   spark_lab.py release        remove the networks unless a container still uses them (Molecule's cleanup)
   spark_lab.py status         what runs, where
+  spark_lab.py seed-model [--node spark-head] [--repo sparkops-lab/tiny-moe] [--size 40MB] [--shards 4]
+                              put a small real model (Qwen3-MoE, random weights) into a node's Hugging Face hub
+                              cache, as if downloaded there; print its commit and bytes. Built on the host, kept
+                              under .lab/models/ for reuse. The head is the node to seed: workers have no
+                              egress and get the model from it, as on real Sparks.
 
 Tests and the demo only: nothing outside tests/ and the lab imports this.
 """
@@ -18,7 +23,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sparklab import inventory, node_image, nodes, wheelhouse
+from sparklab import hf_model, inventory, node_image, nodes, wheelhouse
 from sparklab.run import LabError, log, out, run
 from sparklab.topology import LAB_LABEL, Topology, build_topology
 
@@ -88,10 +93,36 @@ def status(lab: str) -> None:
     print(out(["podman", "ps", "-a", "--filter", f"label={LAB_LABEL}={lab}", "--format", "table {{.Names}}\t{{.Status}}\t{{.Networks}}"]))
 
 
+def seed_model(args: argparse.Namespace) -> None:
+    """The seed-model command: build (or reuse) the model and copy it into the node's cache."""
+    info = hf_model.seed_node(
+        args.node,
+        args.repo,
+        total_bytes=hf_model.parse_size(args.size),
+        shards=args.shards,
+        cache_dir=args.cache_dir,
+        store=None if args.no_store else STATE / "models",
+        revision=args.revision,
+        seed=args.seed,
+        dtype=args.dtype,
+    )
+    print(f"{info.commit} {info.total_bytes}")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("image", "up", "down", "prepare", "release", "status"))
+    parser.add_argument("command", choices=("image", "up", "down", "prepare", "release", "status", "seed-model"))
     parser.add_argument("--nodes", type=int, default=int(os.environ.get("SPARK_LAB_NODES", "2")), help="head + workers (default 2)")
+    model = parser.add_argument_group("seed-model")
+    model.add_argument("--node", default=topology(2).head.name, help="the node whose cache gets the model (default %(default)s)")
+    model.add_argument("--repo", default="sparkops-lab/tiny-moe", help="the repo id it is cached as (default %(default)s)")
+    model.add_argument("--size", default="40MB", help="about how many bytes its files total: 40MB, 1GB, 1GiB (default %(default)s)")
+    model.add_argument("--shards", type=int, default=4, help="safetensors shards (default %(default)s)")
+    model.add_argument("--cache-dir", default=hf_model.NODE_HUB_CACHE, help="the hub cache in the node (default %(default)s)")
+    model.add_argument("--revision", default="main", help="the branch or tag naming the snapshot (default %(default)s)")
+    model.add_argument("--seed", type=int, default=0, help="seed of the random weights (default %(default)s)")
+    model.add_argument("--dtype", choices=hf_model.DTYPES, default="BF16", help="weight dtype (default %(default)s)")
+    model.add_argument("--no-store", action="store_true", help="build in a temporary folder instead of reusing .lab/models/")
     args = parser.parse_args(argv)
     try:
         if args.command == "image":
@@ -106,6 +137,8 @@ def main(argv: list[str]) -> int:
             networks_up()
         elif args.command == "release":
             networks_down()
+        elif args.command == "seed-model":
+            seed_model(args)
         else:
             status(topology(2).name)
     except (LabError, ValueError) as exc:

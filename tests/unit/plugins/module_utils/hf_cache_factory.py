@@ -3,55 +3,40 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Build real Hugging Face model snapshots for the hf_snapshot tests: a hub cache and an ``hf download --local-dir``.
 
-The layouts are those huggingface_hub writes (and its ``scan_cache_dir`` reads):
+A thin layer over the lab's model builder, tests/lab/sparklab/hf_model.py, which writes the hub cache layout
+(``<cache>/models--<org>--<name>/blobs/<etag>``, ``snapshots/<commit>/<path> -> ../../blobs/<etag>`` relative
+symlinks, ``refs/<revision>``; the etag of an LFS file is its sha256, that of any other file its git blob sha1).
+What is particular to these tests stays here:
 
-* cache: ``<cache>/models--<org>--<name>/blobs/<etag>``, ``snapshots/<commit>/<path> -> ../../blobs/<etag>``
-  (relative symlinks; ``../../../blobs`` one folder deeper) and ``refs/<revision>`` holding the commit. The etag of
-  an LFS file (here the ``.safetensors`` files) is its sha256, that of any other file its git blob sha1.
-* local dir: ``<dir>/<path>`` and ``<dir>/.cache/huggingface/download/<path>.metadata`` (commit, etag, timestamp).
-
-The weight shards are written with the ``safetensors`` library from small numpy tensors, and
-``model.safetensors.index.json`` maps every tensor to its shard with ``metadata.total_size`` the bytes of tensor data.
+* the content: a tiny causal LM (``TinyLlmForCausalLM``) whose shards hold a few tensors of several dtypes,
+  written with the ``safetensors`` library, and ``model.safetensors.index.json`` mapping every tensor to its shard
+  with ``metadata.total_size`` the bytes of tensor data; tests edit, add or drop files before the cache is written;
+* fixed commits, and refs such as tags and pull requests;
+* :class:`HubCache`, the written files with their content, to corrupt or remove them;
+* the local dir layout: ``<dir>/<path>`` and ``<dir>/.cache/huggingface/download/<path>.metadata`` (commit, etag,
+  timestamp).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import typing as t
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from ansible_collections.sparkops.inference.tests.lab.sparklab.hf_model import (
+    INDEX,
+    etag_of,
+    json_bytes,
+    repo_folder,
+    shard_name,
+    write_hub_snapshot,
+)
 from safetensors.numpy import save_file
 
 REPO_ID = "acme/tiny-llm"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 OTHER_COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
-INDEX = "model.safetensors.index.json"
-LFS_SUFFIXES = (".safetensors", ".bin", ".model")
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def git_blob_sha1(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def etag_of(path: str, data: bytes) -> str:
-    """The Hub's etag of a file: sha256 for an LFS file, else its git blob sha1."""
-    return sha256_hex(data) if path.endswith(LFS_SUFFIXES) else git_blob_sha1(data)
-
-
-def shard_name(index: int, count: int) -> str:
-    return f"model-{index:05d}-of-{count:05d}.safetensors"
-
-
-def _json(document: t.Any) -> bytes:
-    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
 
 
 def model_files(staging: Path, shards: int = 3, single: bool = False, seed: int = 0) -> dict[str, bytes]:
@@ -62,10 +47,10 @@ def model_files(staging: Path, shards: int = 3, single: bool = False, seed: int 
     """
     rng = np.random.default_rng(seed)
     files: dict[str, bytes] = {
-        "config.json": _json({"architectures": ["TinyLlmForCausalLM"], "model_type": "tiny_llm", "hidden_size": 8, "num_hidden_layers": shards}),
-        "generation_config.json": _json({"bos_token_id": 1, "eos_token_id": 2}),
-        "tokenizer.json": _json({"version": "1.0", "model": {"type": "BPE", "vocab": {"<s>": 1, "</s>": 2, "a": 3}, "merges": []}}),
-        "tokenizer_config.json": _json({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>"}),
+        "config.json": json_bytes({"architectures": ["TinyLlmForCausalLM"], "model_type": "tiny_llm", "hidden_size": 8, "num_hidden_layers": shards}),
+        "generation_config.json": json_bytes({"bos_token_id": 1, "eos_token_id": 2}),
+        "tokenizer.json": json_bytes({"version": "1.0", "model": {"type": "BPE", "vocab": {"<s>": 1, "</s>": 2, "a": 3}, "merges": []}}),
+        "tokenizer_config.json": json_bytes({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>"}),
     }
     names = [shard_name(i, shards) for i in range(1, shards + 1)] if not single else ["model.safetensors"]
     weight_map: dict[str, str] = {}
@@ -84,7 +69,7 @@ def model_files(staging: Path, shards: int = 3, single: bool = False, seed: int 
         files[name] = path.read_bytes()
         path.unlink()
     if not single:
-        files[INDEX] = _json({"metadata": {"total_size": total}, "weight_map": weight_map})
+        files[INDEX] = json_bytes({"metadata": {"total_size": total}, "weight_map": weight_map})
     return files
 
 
@@ -100,7 +85,7 @@ class HubCache:
 
     @property
     def repo_dir(self) -> Path:
-        return self.cache_dir / ("models--" + self.repo_id.replace("/", "--"))
+        return self.cache_dir / repo_folder(self.repo_id)
 
     @property
     def snapshot(self) -> Path:
@@ -136,21 +121,8 @@ def build_cache(
     content = dict(files) if files is not None else model_files(root / "staging", shards=shards, single=single)
     for path in omit:
         content.pop(path)
-    cache = HubCache(cache_dir=root / "hub", repo_id=repo_id, commit=commit, files=content)
-    blobs = cache.repo_dir / "blobs"
-    blobs.mkdir(parents=True, exist_ok=True)
-    for path, data in sorted(content.items()):
-        etag = etag_of(path, data)
-        cache.etags[path] = etag
-        (blobs / etag).write_bytes(data)
-        link = cache.link(path)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(os.path.relpath(blobs / etag, link.parent), link)
-    for ref in refs:
-        ref_file = cache.repo_dir / "refs" / ref
-        ref_file.parent.mkdir(parents=True, exist_ok=True)
-        ref_file.write_text(commit)  # huggingface_hub writes the bare hash, no newline
-    return cache
+    written = write_hub_snapshot(root / "hub", repo_id, content, commit=commit, refs=refs)
+    return HubCache(cache_dir=written.cache_dir, repo_id=repo_id, commit=commit, files=content, etags=written.etags)
 
 
 @dataclass

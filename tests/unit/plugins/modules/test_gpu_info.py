@@ -95,7 +95,7 @@ H200 = commands(fixture_text("h200_query_gpu_nounits.txt"), fixture_text("h200_a
 
 
 def test_gb10(gb10_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result, warnings, run_command, _ = run_module({"proc_root": str(gb10_proc)}, capsys, GB10)
+    result, warnings, run_command, _bins = run_module({"proc_root": str(gb10_proc)}, capsys, GB10)
     assert not result.get("failed"), result
     assert run_command.call_args_list == [
         call([NVSMI, *query_args("gpu")]),
@@ -127,7 +127,7 @@ def test_gb10_top_processes_and_check_mode(gb10_proc: Path, capsys: pytest.Captu
 
 
 def test_h200_without_docker(h200_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result, warnings, run_command, _ = run_module({"proc_root": str(h200_proc)}, capsys, H200, {"nvidia-smi": NVSMI, "docker": None})
+    result, warnings, run_command, _bins = run_module({"proc_root": str(h200_proc)}, capsys, H200, {"nvidia-smi": NVSMI, "docker": None})
     assert not result.get("failed"), result
     assert run_command.call_count == 2  # no docker ps
     assert (result["docker_available"], warnings) == (False, [])
@@ -146,14 +146,14 @@ def test_h200_idle(h200_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_nvidia_smi_missing(h200_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result, _, run_command, _ = run_module({"proc_root": str(h200_proc)}, capsys, H200, {"docker": DOCKER})
+    result, _warnings, run_command, _bins = run_module({"proc_root": str(h200_proc)}, capsys, H200, {"docker": DOCKER})
     assert result["failed"] is True
     assert result["msg"] == "nvidia-smi not found on this host: is the NVIDIA driver installed? (set nvidia_smi to its path)"
     run_command.assert_not_called()
 
 
 def test_nvidia_smi_path_given(h200_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result, _, run_command, get_bin_path = run_module({"proc_root": str(h200_proc), "nvidia_smi": "/opt/nv/nvidia-smi"}, capsys, H200, {"docker": None})
+    result, _warnings, run_command, get_bin_path = run_module({"proc_root": str(h200_proc), "nvidia_smi": "/opt/nv/nvidia-smi"}, capsys, H200, {"docker": None})
     assert not result.get("failed"), result
     assert run_command.call_args_list[0] == call(["/opt/nv/nvidia-smi", *query_args("gpu")])
     assert [c.args[0] for c in get_bin_path.call_args_list] == ["docker"]
@@ -196,7 +196,7 @@ def test_meminfo_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_docker_ps_fails_is_a_warning(gb10_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
     no_daemon = (1, "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n")
     run_command = commands(fixture_text("gb10_query_gpu_csv.txt"), fixture_text("gb10_apps_busy.txt"), docker=no_daemon)
-    result, warnings, _, _ = run_module({"proc_root": str(gb10_proc)}, capsys, run_command)
+    result, warnings, _runner, _bins = run_module({"proc_root": str(gb10_proc)}, capsys, run_command)
     assert not result.get("failed"), result
     assert result["docker_available"] is False
     assert warnings == [
@@ -211,7 +211,7 @@ def test_container_gone(gb10_proc: Path, capsys: pytest.CaptureFixture[str]) -> 
     """The jupyter container was removed but its python lives on: docker ps no longer lists it."""
     only_old = "\n".join(line for line in DOCKER_PS.splitlines() if JUPYTER_ID not in line)
     run_command = commands(fixture_text("gb10_query_gpu_csv.txt"), fixture_text("gb10_apps_busy.txt"), docker=(0, only_old, ""))
-    result, _, runner, _ = run_module({"proc_root": str(gb10_proc), "docker_cli": "/opt/docker"}, capsys, run_command)
+    result, _warnings, runner, _bins = run_module({"proc_root": str(gb10_proc), "docker_cli": "/opt/docker"}, capsys, run_command)
     assert not result.get("failed"), result
     assert runner.call_args_list[-1] == call(["/opt/docker", *PS_ARGS])
     jupyter = result["processes"][2]
