@@ -39,9 +39,7 @@ def nodes(n: int) -> list[str]:
 
 
 def alive() -> int:
-    proc = subprocess.run(
-        ["podman", "exec", HEAD, "/opt/sparkops/ray/bin/python", "-c", ALIVE.format(ip=HEAD_IP)], capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run(["podman", "exec", HEAD, "/opt/sparkops/ray/bin/python", "-c", ALIVE.format(ip=HEAD_IP)], capture_output=True, text=True, check=False)
     return int(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 and proc.stdout.strip() else 0
 
 

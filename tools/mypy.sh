@@ -8,4 +8,5 @@ mypy --config-file "$repo/.mypy.ini" ansible_collections/sparkops/inference/plug
 cd "$repo/tests/lab"
 mypy --config-file "$repo/.mypy.ini" sparklab spark_lab.py
 cd "$repo"
-mypy --config-file .mypy.ini tools/test_stages.py tools/check_argspecs.py bench/ray_formation.py
+# The benches import the collection (.collections) and the lab's sparklab (tests/lab) as they put them on sys.path.
+MYPYPATH=.collections:tests/lab mypy --config-file .mypy.ini tools/test_stages.py tools/check_argspecs.py bench/ray_formation.py bench/snapshot_verify.py bench/model_distribution.py

@@ -100,6 +100,6 @@ def render_env_file(env: t.Mapping[str, str], header: t.Sequence[str] = ()) -> s
         # Single quotes are literal for both systemd and a shell: no escapes, no $ expansion.
         if "'" in value:
             raise FabricEnvError(f"environment value for {name} must not contain a single quote, got {value!r}")
-        needs_quotes = value == "" or any(c in value for c in " \t\"\\#$;`&|<>(){}*?[]~")
+        needs_quotes = value == "" or any(c in value for c in ' \t"\\#$;`&|<>(){}*?[]~')
         lines.append(f"{name}='{value}'" if needs_quotes else f"{name}={value}")
     return "\n".join(lines) + "\n"

@@ -30,6 +30,10 @@ from sparklab.topology import LAB_LABEL, Topology, build_topology
 REPO = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("SPARK_LAB_STATE", REPO / ".lab"))
 INVENTORY_FILE = REPO / "inventories" / "lab" / "hosts.yml"
+# The model the lab's head holds, as inventories/lab/group_vars/all/cluster.yml names it: small but real.
+LAB_MODEL_REPO = "sparkops-lab/tiny-moe"
+LAB_MODEL_BYTES = 40_000_000
+LAB_MODEL_SHARDS = 4
 
 
 def topology(node_count: int, image: str = "") -> Topology:
@@ -67,6 +71,9 @@ def up(node_count: int) -> None:
     INVENTORY_FILE.write_text(inventory.hosts_yaml(topo, ssh_config, wheels))
     for node in topo.nodes:  # prove the controller's path (head direct, workers via ProxyJump) works
         run(["ssh", "-F", str(ssh_config), "-o", "BatchMode=yes", node.name, "true"])
+    head = next(node.name for node in topo.nodes if node.role == "head")
+    model = hf_model.seed_node(head, LAB_MODEL_REPO, total_bytes=LAB_MODEL_BYTES, shards=LAB_MODEL_SHARDS, store=STATE / "models")
+    log(f"seeded {head}'s HF cache with {LAB_MODEL_REPO}@{model.commit[:12]} ({model.total_bytes} bytes); workers have none")
     log(f"lab up: {len(topo.nodes)} nodes from {image}; inventory {INVENTORY_FILE.relative_to(REPO)}")
     status(topo.name)
 

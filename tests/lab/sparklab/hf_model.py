@@ -46,7 +46,7 @@ from .run import LabError, log, run
 
 INDEX = "model.safetensors.index.json"
 LFS_SUFFIXES = (".safetensors", ".bin", ".model")
-NODE_HUB_CACHE = "/root/.cache/huggingface/hub"  # HF_HUB_CACHE of root on a node (huggingface_hub's default)
+NODE_HUB_CACHE = "/var/lib/sparkops/huggingface/hub"  # the model_sync role's default cache, the same on every node
 # Bump when the generated content changes, so copies kept under .lab/models are rebuilt.
 BUILDER_VERSION = 1
 

@@ -419,7 +419,7 @@ def test_seed_model_cli(podman: FakePodman, tmp_path: Path, capsys: pytest.Captu
     commit, size = capsys.readouterr().out.split()
     (home,) = (tmp_path / "state" / "models").iterdir()
     host = home / "hub"
-    cache = "/root/.cache/huggingface/hub"
+    cache = "/var/lib/sparkops/huggingface/hub"
     assert podman.calls == [
         ["podman", "container", "exists", "spark-head"],
         ["podman", "exec", "spark-head", "rm", "-rf", f"{cache}/{FOLDER}"],

@@ -1,0 +1,195 @@
+"""Model distribution over a shaped fabric: chain fan-out vs a plain rsync and vs a star, as ratios (same command).
+
+The lab's fabric links are shaped with `tc` on the host (tbf on each node's veth, both directions through an ifb) to a
+fixed rate, so the network and not the 2 CPUs is the limit, as on real Sparks where one rsync stream gets ~640 MB/s of
+a 200 Gb/s link. One command:
+
+1. lab up with a head and 3 workers, the head seeded with a ~1 GB real model (tests/lab/sparklab/hf_model.py);
+2. `site.yml --tags model` once (keys, a first distribution), then for each case the workers' copies are deleted
+   and the transfer alone is timed:
+   - baseline: one plain `rsync -a` of the snapshot folder from the head to worker1 (the original method);
+   - chain to 1 worker (what model_sync does), throughput / shaped rate (goal >= 0.9);
+   - chain to 3 workers, time / chain-1 time (goal <= 1.3);
+   - star to 3 workers (the head sends to each), time / chain-1 time (about 3 expected).
+
+    .venv/bin/python bench/model_distribution.py [--size 1GB] [--rate-mbit 400] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LAB = [sys.executable, str(REPO / "tests" / "lab" / "spark_lab.py")]
+HEAD = "spark-head"
+WORKERS = ["spark-worker1", "spark-worker2", "spark-worker3"]
+FABRIC_IP = {HEAD: "192.168.200.11", "spark-worker1": "192.168.200.12", "spark-worker2": "192.168.200.13", "spark-worker3": "192.168.200.14"}
+REPO_ID = "sparkops-lab/tiny-moe"
+REPO_DIR = "/var/lib/sparkops/huggingface/hub/models--sparkops-lab--tiny-moe"
+KEY_DIR = "/etc/sparkops/model-sync"
+SSH = f"ssh -i {KEY_DIR}/id_ed25519 -o UserKnownHostsFile={KEY_DIR}/known_hosts -o StrictHostKeyChecking=accept-new -o BatchMode=yes"
+FABRIC_IFNAME = "enp1s0f1np1"
+SECTION = "## Model distribution over a shaped fabric (issue 5)"
+ENV = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), "ANSIBLE_FORCE_COLOR": "0"}
+
+
+def sh(argv: list[str], check: bool = True) -> str:
+    proc = subprocess.run(argv, check=False, text=True, cwd=REPO, capture_output=True, env=ENV)
+    if check and proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def node_sh(node: str, command: str) -> str:
+    return sh(["podman", "exec", node, "bash", "-c", command])
+
+
+# ------------------------------------------------------------------------------------------------ shaping
+def host_veth(node: str) -> str:
+    """The host end of a node's fabric veth: the host interface whose ifindex is the node's iflink."""
+    peer = node_sh(node, f"cat /sys/class/net/{FABRIC_IFNAME}/iflink").strip()
+    for line in sh(["ip", "-o", "link"]).splitlines():
+        index, name = line.split(":")[:2]
+        if index.strip() == peer:
+            return name.strip().split("@")[0]
+    raise SystemExit(f"no host interface with ifindex {peer} for {node}")
+
+
+def shape(nodes: list[str], rate_mbit: int) -> list[str]:
+    """Limit each node's fabric link to rate_mbit both ways; returns the ifb devices made."""
+    made = []
+    for index, node in enumerate(nodes):
+        veth, ifb = host_veth(node), f"ifbspark{index}"
+        tbf = ["tbf", "rate", f"{rate_mbit}mbit", "burst", "256kb", "latency", "50ms"]
+        sh(["tc", "qdisc", "replace", "dev", veth, "root", *tbf])  # host -> node: the node's ingress
+        sh(["ip", "link", "add", ifb, "type", "ifb"], check=False)
+        sh(["ip", "link", "set", ifb, "up"])
+        made.append(ifb)
+        sh(["tc", "qdisc", "del", "dev", veth, "ingress"], check=False)
+        sh(["tc", "qdisc", "add", "dev", veth, "handle", "ffff:", "ingress"])
+        u32 = ["protocol", "all", "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb]
+        sh(["tc", "filter", "add", "dev", veth, "parent", "ffff:", *u32])  # node -> host: the node's egress
+        sh(["tc", "qdisc", "replace", "dev", ifb, "root", *tbf])
+    return made
+
+
+def unshape(nodes: list[str], ifbs: list[str]) -> None:
+    for node in nodes:
+        veth = host_veth(node)
+        sh(["tc", "qdisc", "del", "dev", veth, "root"], check=False)
+        sh(["tc", "qdisc", "del", "dev", veth, "ingress"], check=False)
+    for ifb in ifbs:
+        sh(["ip", "link", "del", ifb], check=False)
+
+
+# ------------------------------------------------------------------------------------------------ cases
+def wipe(workers: list[str]) -> None:
+    for worker in workers:
+        node_sh(worker, f"rm -rf {REPO_DIR} && sync")
+
+
+def snapshot_bytes() -> int:
+    return int(node_sh(HEAD, f"du -sb --apparent-size {REPO_DIR}/blobs | cut -f1").strip())
+
+
+def plain_rsync(worker: str) -> float:
+    """The original method: one `rsync -a` of the snapshot folder, one stream."""
+    wipe([worker])
+    node_sh(worker, f"mkdir -p {Path(REPO_DIR).parent}")
+    start = time.monotonic()
+    node_sh(HEAD, f"rsync -a -e '{SSH}' {REPO_DIR} root@{FABRIC_IP[worker]}:{Path(REPO_DIR).parent}/")
+    return time.monotonic() - start
+
+
+def distribute(workers: list[str], topology: str, streams: int) -> float:
+    """snapshot_distribute from the head (what model_sync runs), timed by the module itself."""
+    wipe(workers)
+    args = {
+        "repo_dir": REPO_DIR,
+        "targets": [FABRIC_IP[w] for w in workers],
+        "topology": topology,
+        "streams": streams,
+        "ssh_key": f"{KEY_DIR}/id_ed25519",
+        "ssh_known_hosts": f"{KEY_DIR}/known_hosts",
+    }
+    out = sh(
+        ["ansible", HEAD, "-i", "inventories/lab", "-b", "-m", "sparkops.inference.snapshot_distribute", "-a", json.dumps(args), "-o"],
+    )
+    result = json.loads(out.split("=>", 1)[1])
+    if result.get("failed"):
+        raise SystemExit(f"snapshot_distribute failed: {result.get('msg')}")
+    return float(result["seconds"])
+
+
+def write_section(text: str) -> None:
+    doc = REPO / "docs" / "benchmarks.md"
+    current = doc.read_text()
+    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
+    current = pattern.sub("", current).rstrip("\n") + "\n\n"
+    doc.write_text(current + text.rstrip("\n") + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="1GB", help="model size (default %(default)s)")
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--rate-mbit", type=int, default=400, help="shaped fabric rate per direction (default %(default)s)")
+    parser.add_argument("--streams", type=int, default=4)
+    parser.add_argument("--write", action="store_true", help=f"replace the section '{SECTION}' of docs/benchmarks.md")
+    parser.add_argument("--keep-lab", action="store_true")
+    args = parser.parse_args()
+
+    nodes = [HEAD, *WORKERS]
+    sh([*LAB, "up", "--nodes", str(len(nodes))])
+    sh([*LAB, "seed-model", "--node", HEAD, "--repo", REPO_ID, "--size", args.size, "--shards", str(args.shards)])
+    sh(["ansible-playbook", "site.yml", "-i", "inventories/lab", "--tags", "model"])  # keys, known hosts, a first copy
+    ifbs = shape(nodes, args.rate_mbit)
+    try:
+        size = snapshot_bytes()
+        link_mb_s = args.rate_mbit / 8
+        plain = plain_rsync(WORKERS[0])
+        chain1 = distribute(WORKERS[:1], "chain", args.streams)
+        chain3 = distribute(WORKERS, "chain", args.streams)
+        star3 = distribute(WORKERS, "star", args.streams)
+    finally:
+        unshape(nodes, ifbs)
+        if not args.keep_lab:
+            sh([*LAB, "down"], check=False)
+    mb = size / 1e6
+    rows = [
+        ("plain `rsync -a`, 1 worker (baseline)", plain, mb / plain / link_mb_s, plain / chain1),
+        (f"model_sync chain, 1 worker, {args.streams} streams", chain1, mb / chain1 / link_mb_s, 1.0),
+        (f"model_sync chain, 3 workers, {args.streams} streams", chain3, mb / chain3 / link_mb_s, chain3 / chain1),
+        (f"star from the head, 3 workers, {args.streams} streams", star3, mb / star3 / link_mb_s, star3 / chain1),
+    ]
+    today = datetime.date.today().isoformat()
+    lines = [
+        SECTION,
+        "",
+        f"`.venv/bin/python bench/model_distribution.py --size {args.size} --rate-mbit {args.rate_mbit} --write` on {today},",
+        f"{os.cpu_count()} CPUs: a {mb:.0f} MB snapshot ({args.shards} shards), every fabric link shaped to {args.rate_mbit} Mbit/s",
+        f"({link_mb_s:.0f} MB/s) each way with tc on the host, so that the network is the limit.",
+        "",
+        "| case | seconds | throughput / link rate | time / chain-1 time |",
+        "|---|---|---|---|",
+        *(f"| {name} | {secs:.1f} | {ratio:.2f} | {rel:.2f} |" for name, secs, ratio, rel in rows),
+        "",
+        "Goals (issue 5): chain to 1 worker >= 0.9 of the link rate; 3 workers <= 1.3 x the 1-worker time (a star gives about 3).",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        write_section(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""The model distributed by model_sync on the lab: complete everywhere, resumable, repaired, then left alone."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+import typing as t
+
+import pytest
+import testinfra
+
+HEAD = os.environ["MODEL_LAB_HEAD"]
+WORKERS = os.environ["MODEL_LAB_WORKERS"].split(",")
+PROJECT = os.environ["MODEL_LAB_PROJECT"]
+REPO_DIR = "/var/lib/sparkops/huggingface/hub/models--sparkops-lab--tiny-moe"
+CHECKSUMS = f"cd {REPO_DIR}/blobs && find . -maxdepth 1 -type f -printf '%f\\n' | sort | xargs -r sha256sum"
+
+
+def node(name: str) -> t.Any:
+    return testinfra.get_host(f"podman://{name}")
+
+
+def run_site(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", "--tags", "model", *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
+    )
+
+
+def recap(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
+    return {
+        host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
+        for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", run.stdout, re.MULTILINE)
+    }
+
+
+def snapshot(name: str) -> tuple[str, str, str]:
+    """(blob checksums, symlinks of the snapshot with their targets, refs/main) of a node's copy."""
+    host = node(name)
+    links = host.check_output(f"cd {REPO_DIR} && find snapshots -type l -printf '%p -> %l\\n' | sort")
+    return host.check_output(CHECKSUMS), links, host.check_output(f"cat {REPO_DIR}/refs/main")
+
+
+def expect_same_as_head() -> None:
+    head = snapshot(HEAD)
+    assert head[0] and head[1] and re.fullmatch(r"[0-9a-f]{40}", head[2]), head
+    for worker in WORKERS:
+        assert snapshot(worker) == head, worker
+
+
+def test_every_worker_holds_the_heads_snapshot_with_the_cache_layout() -> None:
+    expect_same_as_head()
+    links = node(WORKERS[0]).check_output(f"find {REPO_DIR}/snapshots -type l -printf '%l\\n'").split()
+    assert links and all(link.startswith("../../blobs/") for link in links), links
+
+
+def test_no_partial_file_left_and_workers_reachable_only_from_the_fabric() -> None:
+    for worker in WORKERS:
+        host = node(worker)
+        assert host.run(f"find {REPO_DIR} -name '*.incomplete' -o -name '.sparkops-partial' -prune -print -o -name '.*.??????' -print").stdout == ""
+        keys = host.file("/root/.ssh/authorized_keys").content_string
+        sync_keys = [line for line in keys.splitlines() if "sparkops-model-sync@" in line]
+        assert len(sync_keys) == 1 + len(WORKERS), keys
+        assert all(line.startswith('from="192.168.200.0/24",restrict ') for line in sync_keys), sync_keys
+
+
+def test_converged_rerun_transfers_nothing() -> None:
+    run = run_site()
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert all(stats["changed"] == 0 for stats in recap(run).values()), recap(run)
+    push = run.stdout.split("Push the snapshot over the fabric]", 1)[1].split("\n\n", 1)[0]
+    assert f"skipping: [{HEAD}]" in push, push  # every worker was complete: nothing to send
+
+
+def test_truncated_shard_on_a_worker_is_found_and_repaired() -> None:
+    worker = node(WORKERS[1])
+    shard = worker.check_output(f"readlink -f {REPO_DIR}/snapshots/*/model-00002-of-00004.safetensors")
+    worker.check_output(f"truncate -s -1000 {shard}")
+    run = run_site()
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert recap(run)[HEAD]["changed"] >= 1
+    expect_same_as_head()
+
+
+def test_same_size_corruption_is_found_by_full_verification_and_repaired() -> None:
+    worker = node(WORKERS[0])
+    shard = worker.check_output(f"readlink -f {REPO_DIR}/snapshots/*/model-00003-of-00004.safetensors")
+    # Overwrite bytes in the tensor data without changing size or mtime: only content hashing can see it.
+    worker.check_output(f"t=$(stat -c %y {shard}); printf 'XXXXXXXX' | dd of={shard} bs=1 seek=100000 conv=notrunc status=none; touch -d \"$t\" {shard}")
+    quick = run_site()
+    assert quick.returncode == 0 and all(s["changed"] == 0 for s in recap(quick).values()), recap(quick)
+    full = run_site("-e", "model_sync_verify_mode=full")
+    assert full.returncode == 0, full.stdout[-3000:] + full.stderr[-2000:]
+    expect_same_as_head()
+
+
+def test_interrupted_transfer_resumes_on_the_next_run() -> None:
+    for worker in WORKERS:
+        node(worker).check_output(f"rm -rf {REPO_DIR}")
+    interrupted = subprocess.Popen(  # noqa: S603 - a fixed argv
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", "--tags", "model", "-e", "model_sync_bwlimit_kbps=2000"],
+        cwd=PROJECT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections"},
+        start_new_session=True,
+    )
+    head = node(HEAD)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and head.run("pgrep -x rsync").rc != 0:
+        time.sleep(0.5)
+    time.sleep(3)
+    head.run("pkill -KILL -f AnsiballZ_snapshot_distribute")  # the run dies (a lost controller, a reboot)...
+    for name in [HEAD, *WORKERS]:  # ...and every transfer with it, mid-file
+        node(name).run("pkill -KILL -x rsync")
+    interrupted.wait(timeout=300)
+    partial = node(WORKERS[0]).run(f"test -d {REPO_DIR}/blobs && ls {REPO_DIR}/blobs | wc -l").stdout.strip()
+    run = run_site()
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    expect_same_as_head()
+    assert partial != "", "the interrupted run left nothing to resume from"
+
+
+@pytest.mark.parametrize("worker", WORKERS)
+def test_worker_has_no_route_out(worker: str) -> None:
+    assert node(worker).run("getent hosts huggingface.co && timeout 3 bash -c '</dev/tcp/huggingface.co/443'").rc != 0

@@ -1,0 +1,589 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Distribute a model's folder of a Hugging Face hub cache from the head to the workers with rsync, in parallel and
+in a chain.
+
+Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+
+The repo folder (``<cache>/models--<org>--<name>``) holds ``blobs/<etag>`` (the content), ``snapshots/<commit>/<path>``
+(relative symlinks ``../../blobs/<etag>``) and ``refs/<revision>`` (the commit). It is copied to the same path on
+every target, in two steps:
+
+1. **Blobs.** :func:`make_plan` lists the head's blobs with their sizes and asks every target for its own (one
+   command a target); a blob is needed on a target when it is missing or of another size. The links are
+   ``head -> targets[0]``, ``targets[0] -> targets[1]``, ... (``chain``) or ``head -> target`` for each target
+   (``star``). The :class:`Pipeline` runs up to ``streams`` rsyncs on each link at once, largest blob first; a blob
+   may go over a link once the link's source holds it, having held it from the start or received it over the link
+   before (so a worker passes on each blob as soon as it has it, and the total time hardly grows with the number
+   of workers). rsync writes into a temporary file and renames it, and keeps an interrupted file in
+   ``blobs/.sparkops-partial/`` (which the next run resumes), so no file under its final name is ever half written.
+2. **Metadata.** Once every blob is everywhere, ``snapshots/`` then ``refs/`` go from the head to each target with
+   ``rsync -a --itemize-changes`` (symlinks as symlinks; refs last, so that a ref never names a snapshot a target
+   lacks).
+
+How a node is reached is a :class:`Transport`: :class:`SshTransport` (ssh and rsync over the fabric; a worker that
+relays runs rsync itself, started over ssh) or :class:`LocalTransport` (every node a folder on this machine, for
+tests).
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import shlex
+import subprocess
+import threading
+import time
+import typing as t
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+PARTIAL_DIR = ".sparkops-partial"
+RSYNC_TIMEOUT = 120
+BLOB_OPTIONS = ("-a", f"--partial-dir={PARTIAL_DIR}", f"--timeout={RSYNC_TIMEOUT}")
+METADATA_OPTIONS = ("-a", "--itemize-changes", f"--timeout={RSYNC_TIMEOUT}")
+# Sent in this order, each by its own rsync: a ref only appears once the snapshot it names is there.
+METADATA_DIRS = ("snapshots", "refs")
+TOPOLOGIES = ("chain", "star")
+# How the head appears in results and messages.
+HEAD = "head"
+# How much of a failed command's stderr a message quotes (its end).
+STDERR_TAIL = 2000
+
+# A node: a target's address, or None for the head (where this code runs).
+Node = t.Optional[str]  # noqa: UP045 - an alias is evaluated at import, and `str | None` needs Python 3.10
+# Runs an argv and returns (rc, stdout, stderr).
+Runner = t.Callable[[list[str]], tuple[int, str, str]]
+
+
+class DistributeError(Exception):
+    """The distribution cannot start or did not finish; the message names the file, link or node.
+
+    ``result`` holds what was done before the failure (None when nothing was planned yet).
+    """
+
+    def __init__(self, message: str, result: Result | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def run_command(argv: list[str]) -> tuple[int, str, str]:
+    """Run ``argv`` (no shell, no stdin) and return its rc, stdout and stderr; rc 127 when it cannot start."""
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", check=False)
+    except OSError as exc:
+        return 127, "", f"cannot run {argv[0]}: {exc}"
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def node_name(node: Node) -> str:
+    """The node as results and messages name it."""
+    return HEAD if node is None else node
+
+
+def _attempts(count: int) -> str:
+    return "1 attempt" if count == 1 else f"{count} attempts"
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= STDERR_TAIL else "..." + text[-STDERR_TAIL:]
+
+
+# --- transports ------------------------------------------------------------------------------------------------
+
+
+class Transport(abc.ABC):
+    """How commands reach the nodes. Node None is the head, where the commands are started.
+
+    Paths are given as they are on every node (the repo is at the same path everywhere); :meth:`path` says where
+    such a path is on a given node, and callers pass what it returns to :meth:`run_argv` and :meth:`rsync_argv`.
+    """
+
+    def __init__(self, rsync: str = "rsync") -> None:
+        self.rsync = rsync
+
+    def path(self, node: Node, path: str) -> str:
+        """Where the absolute ``path`` is on ``node``: the path itself, unless the transport maps nodes to folders."""
+        return path
+
+    @abc.abstractmethod
+    def run_argv(self, node: str, argv: t.Sequence[str]) -> list[str]:
+        """The argv, started on the head, that runs ``argv`` on the target ``node``."""
+
+    @abc.abstractmethod
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
+        """The argv, started on the head, that rsyncs ``paths`` on ``source`` into the folder ``dest`` on ``target``."""
+
+
+class SshTransport(Transport):
+    """ssh and rsync to the targets' addresses, as ``user`` with the private key ``key``.
+
+    The head sends with ``rsync ... -e "<ssh>" <paths> user@target:<dest>``; a worker relays with
+    ``ssh ... user@source "rsync ... -e '<ssh>' <paths> user@target:<dest>"``, so ``key`` and ``known_hosts`` must be
+    the same paths on every node. Host keys not yet known are accepted and recorded (``accept-new``); a changed one
+    fails. ``ssh`` is the ssh program on every node.
+    """
+
+    def __init__(
+        self,
+        user: str = "root",
+        key: str | None = None,
+        known_hosts: str | None = None,
+        port: int = 22,
+        rsync: str = "rsync",
+        ssh: str = "ssh",
+        connect_timeout: int = 30,
+    ) -> None:
+        super().__init__(rsync)
+        self.user = user
+        self.key = key
+        self.known_hosts = known_hosts
+        self.port = port
+        self.ssh = ssh
+        self.connect_timeout = connect_timeout
+
+    def ssh_command(self) -> list[str]:
+        """ssh and its options, without the host: what rsync's ``-e`` gets, and what :meth:`run_argv` starts with."""
+        argv = [self.ssh, "-p", str(self.port)]
+        if self.key:
+            argv += ["-i", self.key, "-o", "IdentitiesOnly=yes"]
+        if self.known_hosts:
+            argv += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
+        return argv + ["-o", "StrictHostKeyChecking=accept-new", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout}"]
+
+    def remote(self, host: str, path: str) -> str:
+        """rsync's ``user@host:path``, with an IPv6 address in brackets."""
+        return f"{self.user}@[{host}]:{path}" if ":" in host else f"{self.user}@{host}:{path}"
+
+    def run_argv(self, node: str, argv: t.Sequence[str]) -> list[str]:
+        # ssh hands the remote shell one command line: quote each argument for it.
+        return [*self.ssh_command(), f"{self.user}@{node}", shlex.join(argv)]
+
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
+        argv = [self.rsync, *options]
+        if self.rsync != "rsync":
+            argv.append(f"--rsync-path={self.rsync}")
+        # rsync splits -e's value itself, honouring the quotes shlex.join puts around a value with spaces.
+        argv += ["-e", shlex.join(self.ssh_command()), *paths, self.remote(target, dest)]
+        return argv if source is None else self.run_argv(source, argv)
+
+
+class LocalTransport(Transport):
+    """Every node is a folder on this machine (``roots``: node to folder; None is the head); rsync runs locally.
+
+    For tests and rehearsals of the scheduler: the commands, the rsync options, the files and the order are real,
+    only the network is missing.
+    """
+
+    def __init__(self, roots: t.Mapping[Node, str], rsync: str = "rsync") -> None:
+        super().__init__(rsync)
+        self.roots = dict(roots)
+
+    def path(self, node: Node, path: str) -> str:
+        if node not in self.roots:
+            raise DistributeError(f"{node_name(node)} has no folder in the local transport")
+        return self.roots[node].rstrip("/") + path
+
+    def run_argv(self, node: str, argv: t.Sequence[str]) -> list[str]:
+        return list(argv)
+
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
+        return [self.rsync, *options, *paths, dest]
+
+
+# --- the plan --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Blob:
+    """A file in ``blobs/``."""
+
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Link:
+    """A hop: ``source`` sends blobs to ``target``."""
+
+    source: Node
+    target: str
+
+    @property
+    def label(self) -> str:
+        return f"{node_name(self.source)} -> {self.target}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the head has, what each target held at the start, and the links."""
+
+    repo_dir: str
+    topology: str
+    targets: tuple[str, ...]
+    blobs: tuple[Blob, ...]  # the head's, largest first
+    held: dict[str, dict[str, int]]  # per target: blob name to size, as found there
+    links: tuple[Link, ...]
+
+    @property
+    def blobs_dir(self) -> str:
+        return f"{self.repo_dir}/blobs"
+
+    def holds(self, node: Node, blob: Blob) -> bool:
+        """Whether ``node`` held ``blob`` (by name and size) at the start; the head holds all."""
+        return node is None or self.held[node].get(blob.name) == blob.size
+
+    def needed(self, target: str) -> list[Blob]:
+        """The blobs ``target`` lacks (missing or of another size), largest first."""
+        return [blob for blob in self.blobs if not self.holds(target, blob)]
+
+    def as_dict(self) -> dict[str, dict[str, t.Any]]:
+        """Per target: the blobs it needs and their bytes."""
+        result: dict[str, dict[str, t.Any]] = {}
+        for target in self.targets:
+            needed = self.needed(target)
+            result[target] = {"files": [b.name for b in needed], "bytes": sum(b.size for b in needed)}
+        return result
+
+
+def make_links(targets: t.Sequence[str], topology: str) -> tuple[Link, ...]:
+    """``chain``: head -> targets[0] -> targets[1] -> ...; ``star``: head -> each target."""
+    if topology == "star":
+        return tuple(Link(None, target) for target in targets)
+    return tuple(Link(None if index == 0 else targets[index - 1], target) for index, target in enumerate(targets))
+
+
+def head_blobs(blobs_dir: str) -> tuple[Blob, ...]:
+    """The regular files in ``blobs_dir``, largest first; unfinished downloads (``*.incomplete``) and hidden files
+    (rsync's temporary files, the partial dir) are left out."""
+    try:
+        entries = list(os.scandir(blobs_dir))
+    except OSError as exc:
+        raise DistributeError(f"cannot list the blobs on the head: {exc}") from exc
+    blobs = [
+        Blob(entry.name, entry.stat(follow_symlinks=False).st_size)
+        for entry in entries
+        if entry.is_file(follow_symlinks=False) and not entry.name.startswith(".") and not entry.name.endswith(".incomplete")
+    ]
+    return tuple(sorted(blobs, key=lambda b: (-b.size, b.name)))
+
+
+def listing_argv(blobs_dir: str) -> list[str]:
+    """The command that prints ``name size`` for each file in ``blobs_dir``, and nothing when it does not exist."""
+    quoted = shlex.quote(blobs_dir)
+    return ["sh", "-c", f"if [ -d {quoted} ]; then exec find {quoted} -maxdepth 1 -type f -printf '%f %s\\n'; fi"]
+
+
+def parse_listing(text: str, target: str) -> dict[str, int]:
+    """Parse :func:`listing_argv`'s output."""
+    held: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        name, _sep, size = line.rpartition(" ")
+        if not name or not size.isdigit():
+            raise DistributeError(f"cannot read the blob listing of {target}: {line!r}")
+        held[name] = int(size)
+    return held
+
+
+_R = t.TypeVar("_R")
+
+
+def _parallel(function: t.Callable[[str], _R], items: t.Sequence[str]) -> dict[str, _R]:
+    """``function`` over ``items``, all at once: item to result, in the order of ``items``; the first exception raised."""
+    if not items:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        return dict(pool.map(lambda item: (item, function(item)), items))
+
+
+def make_plan(repo_dir: str, targets: t.Sequence[str], topology: str, transport: Transport, runner: Runner = run_command) -> Plan:
+    """List the head's blobs and ask every target (at once) which it holds."""
+    blobs = head_blobs(transport.path(None, f"{repo_dir}/blobs"))
+    if not blobs:
+        raise DistributeError(f"{repo_dir}/blobs on the head holds no blob: nothing to distribute")
+
+    def listing(target: str) -> dict[str, int]:
+        rc, out, err = runner(transport.run_argv(target, listing_argv(transport.path(target, f"{repo_dir}/blobs"))))
+        if rc != 0:
+            raise DistributeError(f"cannot list {repo_dir}/blobs on {target}: rc {rc}: {_tail(err)}")
+        return parse_listing(out, target)
+
+    held = _parallel(listing, targets)
+    return Plan(repo_dir, topology, tuple(targets), blobs, held, make_links(targets, topology))
+
+
+# --- the result ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A blob sent over a link; times in seconds since the run started."""
+
+    blob: Blob
+    link: Link
+    started: float
+    finished: float
+    attempts: int
+
+    @property
+    def seconds(self) -> float:
+        return self.finished - self.started
+
+    def as_dict(self) -> dict[str, t.Any]:
+        return {
+            "file": self.blob.name,
+            "source": node_name(self.link.source),
+            "target": self.link.target,
+            "bytes": self.blob.size,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class Result:
+    """What a run did (or, in check mode, would do)."""
+
+    plan: Plan
+    streams: int
+    check_mode: bool
+    transfers: list[Transfer] = field(default_factory=list)
+    metadata: dict[str, list[str]] = field(default_factory=dict)  # per target: the changes rsync itemized
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        if self.check_mode:
+            return any(self.plan.needed(target) for target in self.plan.targets) or any(self.metadata.values())
+        return bool(self.transfers) or any(self.metadata.values())
+
+    def as_dict(self) -> dict[str, t.Any]:
+        per_target: dict[str, dict[str, t.Any]] = {target: {"files": [], "bytes": 0} for target in self.plan.targets}
+        for transfer in self.transfers:
+            entry = per_target[transfer.link.target]
+            entry["files"].append(transfer.blob.name)
+            entry["bytes"] += transfer.blob.size
+        result: dict[str, t.Any] = {
+            "changed": self.changed,
+            "transferred": [transfer.as_dict() for transfer in self.transfers],
+            "bytes": sum(transfer.blob.size for transfer in self.transfers),
+            "seconds": round(self.seconds, 3),
+            "per_target": per_target,
+            "plan": self.plan.as_dict(),
+            "metadata": {target: self.metadata.get(target, []) for target in self.plan.targets},
+            "topology": self.plan.topology,
+            "streams": self.streams,
+        }
+        if self.check_mode:
+            result["would_transfer"] = self.plan.as_dict()
+        return result
+
+
+# --- running ---------------------------------------------------------------------------------------------------
+
+
+def _with_retries(argv: list[str], runner: Runner, retries: int, retry_delay: float, sleep: t.Callable[[float], None]) -> tuple[int, str, str, int]:
+    """Run ``argv`` until it succeeds, at most ``retries`` + 1 times; the last rc, stdout, stderr and the attempts."""
+    attempt = 0
+    while True:
+        attempt += 1
+        rc, out, err = runner(argv)
+        if rc == 0 or attempt > retries:
+            return rc, out, err, attempt
+        sleep(retry_delay)
+
+
+class Pipeline:
+    """Sends every needed blob over every link: ``streams`` threads a link, each taking the largest blob the link's
+    source holds and its target still needs. A finished blob becomes available to the links its target is the
+    source of. After a failure no transfer starts; those running finish."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        transport: Transport,
+        *,
+        streams: int,
+        retries: int,
+        bwlimit_kbps: int = 0,
+        runner: Runner = run_command,
+        retry_delay: float = 2.0,
+        clock: t.Callable[[], float] = time.monotonic,
+        sleep: t.Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.options = BLOB_OPTIONS + ((f"--bwlimit={bwlimit_kbps}",) if bwlimit_kbps > 0 else ())
+        self.plan = plan
+        self.transport = transport
+        self.streams = streams
+        self.retries = retries
+        self.runner = runner
+        self.retry_delay = retry_delay
+        self.clock = clock
+        self.sleep = sleep
+        self.start = clock()
+        self.transfers: list[Transfer] = []
+        self.error: str | None = None
+        self._cond = threading.Condition()
+        links = plan.links
+        self._pending = [plan.needed(link.target) for link in links]
+        self._available = [{blob.name for blob in plan.blobs if plan.holds(link.source, blob)} for link in links]
+        self._downstream = [[j for j, other in enumerate(links) if other.source == link.target] for link in links]
+
+    def run(self) -> None:
+        """Send everything; afterwards :attr:`transfers` holds what was sent and :attr:`error` the first failure."""
+        threads = [
+            threading.Thread(target=self._work, args=(index,), name=f"{link.label} #{n}", daemon=True)
+            for index, link in enumerate(self.plan.links)
+            for n in range(min(self.streams, len(self._pending[index])))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _next(self, index: int) -> Blob | None:
+        """Wait for a blob link ``index`` can send and take it; None when there is none left or a transfer failed."""
+        with self._cond:
+            while self.error is None and self._pending[index]:
+                for blob in self._pending[index]:
+                    if blob.name in self._available[index]:
+                        self._pending[index].remove(blob)
+                        return blob
+                self._cond.wait()
+            return None
+
+    def _work(self, index: int) -> None:
+        link = self.plan.links[index]
+        while True:
+            blob = self._next(index)
+            if blob is None:
+                return
+            try:
+                transfer = self._send(link, blob)
+            except Exception as exc:  # any failure must end the run, not leave the other threads waiting
+                message = str(exc) if isinstance(exc, DistributeError) else f"cannot send {blob.name} on {link.label}: {exc!r}"
+                with self._cond:
+                    self.error = self.error or message
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self.transfers.append(transfer)
+                for downstream in self._downstream[index]:
+                    self._available[downstream].add(blob.name)
+                self._cond.notify_all()
+
+    def _send(self, link: Link, blob: Blob) -> Transfer:
+        blobs_dir = self.plan.blobs_dir
+        path = self.transport.path(link.source, f"{blobs_dir}/{blob.name}")
+        dest = self.transport.path(link.target, f"{blobs_dir}/")
+        started = self.clock() - self.start
+        argv = self.transport.rsync_argv(link.source, link.target, self.options, [path], dest)
+        rc, _out, err, attempts = _with_retries(argv, self.runner, self.retries, self.retry_delay, self.sleep)
+        if rc != 0:
+            raise DistributeError(f"cannot send {blob.name} ({blob.size} bytes) on {link.label}: rsync failed ({_attempts(attempts)}), rc {rc}: {_tail(err)}")
+        return Transfer(blob, link, started, self.clock() - self.start, attempts)
+
+
+def sync_metadata(
+    plan: Plan,
+    transport: Transport,
+    targets: t.Sequence[str],
+    *,
+    dry_run: bool = False,
+    retries: int = 3,
+    runner: Runner = run_command,
+    retry_delay: float = 2.0,
+    sleep: t.Callable[[float], None] = time.sleep,
+) -> dict[str, list[str]]:
+    """rsync ``snapshots/`` then ``refs/`` (those the head has) from the head to each of ``targets`` (all at once);
+    per target, the changes rsync itemized (with ``dry_run``, those it would make)."""
+    dirs = [name for name in METADATA_DIRS if os.path.isdir(transport.path(None, f"{plan.repo_dir}/{name}"))]
+    options = [*METADATA_OPTIONS, "--dry-run"] if dry_run else list(METADATA_OPTIONS)
+
+    def sync(target: str) -> list[str]:
+        changes: list[str] = []
+        dest = transport.path(target, f"{plan.repo_dir}/")
+        for name in dirs:
+            path = transport.path(None, f"{plan.repo_dir}/{name}")
+            argv = transport.rsync_argv(None, target, options, [path], dest)
+            rc, out, err, attempts = _with_retries(argv, runner, retries, retry_delay, sleep)
+            if rc != 0:
+                raise DistributeError(f"cannot send {name}/ on {node_name(None)} -> {target}: rsync failed ({_attempts(attempts)}), rc {rc}: {_tail(err)}")
+            changes += [line for line in out.splitlines() if line.strip()]
+        return changes
+
+    return _parallel(sync, targets)
+
+
+def distribute(
+    repo_dir: str,
+    targets: t.Sequence[str],
+    transport: Transport,
+    *,
+    topology: str = "chain",
+    streams: int = 4,
+    retries: int = 3,
+    bwlimit_kbps: int = 0,
+    check_mode: bool = False,
+    runner: Runner = run_command,
+    retry_delay: float = 2.0,
+    clock: t.Callable[[], float] = time.monotonic,
+    sleep: t.Callable[[float], None] = time.sleep,
+) -> Result:
+    """Bring ``repo_dir`` (blobs, then snapshots and refs) from the head to the same path on every target.
+
+    In check mode only the plan is made, and the metadata of the targets that need no blob is compared with a
+    ``--dry-run`` rsync. Raises :class:`DistributeError` (carrying the result so far) on bad arguments or a failure.
+    """
+    if not os.path.isabs(repo_dir):
+        raise DistributeError(f"repo_dir must be an absolute path, not {repo_dir!r}")
+    repo_dir = os.path.normpath(repo_dir)
+    if not targets:
+        raise DistributeError("targets is empty: there is nowhere to send the model")
+    duplicates = sorted({target for target in targets if targets.count(target) > 1})
+    if duplicates:
+        raise DistributeError(f"targets are listed more than once: {', '.join(duplicates)}")
+    if topology not in TOPOLOGIES:
+        raise DistributeError(f"topology must be one of {', '.join(TOPOLOGIES)}, not {topology!r}")
+    if streams < 1:
+        raise DistributeError(f"streams must be at least 1, not {streams}")
+    if retries < 0:
+        raise DistributeError(f"retries must be at least 0, not {retries}")
+
+    start = clock()
+    result = Result(make_plan(repo_dir, targets, topology, transport, runner), streams, check_mode)
+    plan = result.plan
+    try:
+        if check_mode:
+            # A target that needs blobs changes anyway (and may lack the folder a dry run needs).
+            ready = [target for target in targets if not plan.needed(target)]
+            result.metadata = sync_metadata(plan, transport, ready, dry_run=True, retries=retries, runner=runner, retry_delay=retry_delay, sleep=sleep)
+        else:
+            _make_blob_dirs(plan, transport, runner)
+            pipeline = Pipeline(
+                plan, transport, streams=streams, retries=retries, bwlimit_kbps=bwlimit_kbps, runner=runner, retry_delay=retry_delay, clock=clock, sleep=sleep
+            )
+            pipeline.run()
+            result.transfers = sorted(pipeline.transfers, key=lambda x: (x.started, x.finished))
+            if pipeline.error is not None:
+                raise DistributeError(pipeline.error)
+            result.metadata = sync_metadata(plan, transport, targets, retries=retries, runner=runner, retry_delay=retry_delay, sleep=sleep)
+    except DistributeError as exc:
+        result.seconds = clock() - start
+        raise DistributeError(str(exc), result) from exc
+    result.seconds = clock() - start
+    return result
+
+
+def _make_blob_dirs(plan: Plan, transport: Transport, runner: Runner) -> None:
+    """``mkdir -p <repo_dir>/blobs`` on every target that needs a blob (one that needs none has it already)."""
+
+    def mkdir(target: str) -> None:
+        rc, _out, err = runner(transport.run_argv(target, ["mkdir", "-p", transport.path(target, plan.blobs_dir)]))
+        if rc != 0:
+            raise DistributeError(f"cannot create {plan.blobs_dir} on {target}: rc {rc}: {_tail(err)}")
+
+    _parallel(mkdir, [target for target in plan.targets if plan.needed(target)])

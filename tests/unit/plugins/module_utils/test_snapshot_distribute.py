@@ -1,0 +1,577 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests for _snapshot_distribute: real rsync between local folders standing for the head and the workers
+(LocalTransport), over a real hub cache; and the exact ssh/rsync command lines of SshTransport."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shlex
+import subprocess
+import threading
+import time
+import typing as t
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import (
+    BLOB_OPTIONS,
+    METADATA_OPTIONS,
+    PARTIAL_DIR,
+    Blob,
+    DistributeError,
+    Link,
+    LocalTransport,
+    Node,
+    Result,
+    SshTransport,
+    distribute,
+    head_blobs,
+    listing_argv,
+    make_links,
+    parse_listing,
+    run_command,
+)
+from ansible_collections.sparkops.inference.tests.lab.sparklab.hf_model import SnapshotInfo, read_hub_snapshot, write_hub_snapshot
+
+REPO_ID = "acme/tiny-llm"
+CACHE = "/srv/hf hub"  # the hub cache on every node, with a space to exercise the quoting
+REPO = f"{CACHE}/models--acme--tiny-llm"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+TARGETS = ("10.0.0.2", "10.0.0.3", "10.0.0.4")
+
+
+def model_files(sizes: t.Sequence[int] = (48_000, 32_000, 16_000, 8_000)) -> dict[str, bytes]:
+    """A config and shards of the given sizes (random bytes, so every blob differs)."""
+    rng = random.Random(7)
+    files = {f"model-{i:05d}-of-{len(sizes):05d}.safetensors": rng.randbytes(size) for i, size in enumerate(sizes, start=1)}
+    files["config.json"] = b'{"architectures": ["TinyLlmForCausalLM"]}'
+    return files
+
+
+@dataclass
+class Cluster:
+    """The head and the targets as folders under ``root``; the model in the head's cache."""
+
+    root: Path
+    targets: list[str]
+    info: SnapshotInfo
+
+    def folder(self, node: Node) -> Path:
+        return self.root / ("head" if node is None else node)
+
+    @property
+    def transport(self) -> LocalTransport:
+        return LocalTransport({None: str(self.folder(None)), **{target: str(self.folder(target)) for target in self.targets}})
+
+    def repo(self, node: Node) -> Path:
+        return Path(str(self.folder(node)) + REPO)
+
+    def blob(self, node: Node, name: str) -> Path:
+        return self.repo(node) / "blobs" / name
+
+    def blobs(self, node: Node) -> dict[str, bytes]:
+        folder = self.repo(node) / "blobs"
+        return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} if folder.is_dir() else {}
+
+    def sizes(self) -> list[tuple[str, int]]:
+        """The head's blobs, largest first."""
+        return sorted(((name, len(data)) for name, data in self.blobs(None).items()), key=lambda x: (-x[1], x[0]))
+
+    def shard_blob(self, index: int) -> str:
+        """The blob of shard ``index`` (1 is the largest)."""
+        return self.info.etags[f"model-{index:05d}-of-00004.safetensors"]
+
+    def give(self, node: str, name: str, data: bytes | None = None) -> None:
+        """Put a blob on ``node`` (the head's, or ``data``)."""
+        path = self.blob(node, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(self.blob(None, name).read_bytes() if data is None else data)
+
+
+def make_cluster(root: Path, targets: t.Sequence[str] = TARGETS, sizes: t.Sequence[int] = (48_000, 32_000, 16_000, 8_000)) -> Cluster:
+    info = write_hub_snapshot(Path(str(root / "head") + CACHE), REPO_ID, model_files(sizes), commit=COMMIT, refs=("main",))
+    return Cluster(root, list(targets), info)
+
+
+class Recorder:
+    """A runner that runs each command for real and records it; ``fail`` makes the first N runs of an rsync of a
+    given blob fail with rc 23."""
+
+    def __init__(self, fail: dict[str, int] | None = None, stderr: str = "rsync: connection unexpectedly closed") -> None:
+        self.commands: list[list[str]] = []
+        self.fail = dict(fail or {})
+        self.stderr = stderr
+        self._lock = threading.Lock()
+
+    def __call__(self, argv: list[str]) -> tuple[int, str, str]:
+        with self._lock:
+            self.commands.append(argv)
+            for name, count in self.fail.items():
+                if count and any(arg.endswith(f"/blobs/{name}") for arg in argv):
+                    self.fail[name] = count - 1
+                    return 23, "", self.stderr
+        return run_command(argv)
+
+    def blob_rsyncs(self) -> list[list[str]]:
+        return [argv for argv in self.commands if PARTIAL_DIR in " ".join(argv)]
+
+
+def run(cluster: Cluster, **kwargs: t.Any) -> Result:
+    kwargs.setdefault("retry_delay", 0)
+    return distribute(REPO, kwargs.pop("targets", cluster.targets), kwargs.pop("transport", cluster.transport), **kwargs)
+
+
+def assert_converged(cluster: Cluster, targets: t.Sequence[str]) -> None:
+    """Every target holds the head's repo: the same blobs, snapshot symlinks and refs, read back as a hub cache."""
+    head = read_hub_snapshot(cluster.info.cache_dir, REPO_ID)
+    for target in targets:
+        assert cluster.blobs(target) == cluster.blobs(None), target
+        copy = read_hub_snapshot(Path(str(cluster.folder(target)) + CACHE), REPO_ID)
+        assert copy.commit == COMMIT and copy.refs == ("main",)
+        assert copy.files == head.files
+        for path in cluster.info.etags:
+            link = copy.link(path)
+            assert link.is_symlink() and os.readlink(link) == os.readlink(head.link(path))
+            assert link.read_bytes() == cluster.info.link(path).read_bytes()
+        assert not (cluster.repo(target) / "blobs" / PARTIAL_DIR).exists()
+
+
+# --- the whole run ---------------------------------------------------------------------------------------------
+
+
+def test_chain_sends_every_blob_along_the_chain_then_the_metadata(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    result = run(cluster)
+    assert_converged(cluster, TARGETS)
+    sizes = cluster.sizes()
+    total = sum(size for _name, size in sizes)
+    out = result.as_dict()
+    assert out["changed"] is True
+    assert out["topology"] == "chain" and out["streams"] == 4
+    assert out["bytes"] == 3 * total
+    assert sorted((x["source"], x["target"], x["file"]) for x in out["transferred"]) == sorted(
+        (source, target, name) for source, target in [("head", TARGETS[0]), (TARGETS[0], TARGETS[1]), (TARGETS[1], TARGETS[2])] for name, _size in sizes
+    )
+    assert all(x["bytes"] == dict(sizes)[x["file"]] and x["seconds"] >= 0 for x in out["transferred"])
+    expected_plan = {"files": [name for name, _size in sizes], "bytes": total}
+    assert out["plan"] == dict.fromkeys(TARGETS, expected_plan)
+    assert {target: (sorted(v["files"]), v["bytes"]) for target, v in out["per_target"].items()} == dict.fromkeys(
+        TARGETS, (sorted(name for name, _size in sizes), total)
+    )
+    assert "would_transfer" not in out
+    assert out["seconds"] > 0
+    # snapshots/ first, refs/ last, every symlink and the ref itemized.
+    for target in TARGETS:
+        changes = out["metadata"][target]
+        assert changes[0] == "cd+++++++++ snapshots/" and changes[-1] == ">f+++++++++ refs/main"
+        assert sum(line.startswith("cL+++++++++ snapshots/") for line in changes) == len(cluster.info.etags)
+
+
+def test_pipeline_passes_each_blob_on_once_received_largest_first(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    result = run(cluster, streams=1)
+    by_link: dict[str, list[tuple[str, float, float]]] = {}
+    for transfer in result.transfers:
+        by_link.setdefault(transfer.link.label, []).append((transfer.blob.name, transfer.started, transfer.finished))
+    assert list(by_link) == [f"head -> {TARGETS[0]}", f"{TARGETS[0]} -> {TARGETS[1]}", f"{TARGETS[1]} -> {TARGETS[2]}"]
+    links = list(by_link.values())
+    # one stream: the head sends largest first; each blob goes on only once its source has it
+    assert [name for name, _s, _f in links[0]] == [name for name, _size in cluster.sizes()]
+    for upstream, downstream in zip(links, links[1:], strict=False):
+        finished = {name: end for name, _start, end in upstream}
+        assert all(start >= finished[name] for name, start, _end in downstream)
+    # ... and it is a pipeline: the last link starts before the first one is done
+    assert links[2][0][1] < links[0][-1][2]
+
+
+def test_converged_rerun_sends_nothing(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    run(cluster)
+    recorder = Recorder()
+    result = run(cluster, runner=recorder)
+    out = result.as_dict()
+    assert out["changed"] is False
+    assert out["transferred"] == [] and out["bytes"] == 0
+    assert out["plan"] == dict.fromkeys(TARGETS, {"files": [], "bytes": 0})
+    assert out["metadata"] == dict.fromkeys(TARGETS, [])
+    assert recorder.blob_rsyncs() == []
+    # a listing per target, then snapshots and refs per target; no mkdir
+    assert sorted(argv[0] for argv in recorder.commands) == ["rsync"] * 6 + ["sh"] * 3
+    assert_converged(cluster, TARGETS)
+
+
+def test_held_blob_is_not_sent_but_passed_on_and_a_wrong_size_is_replaced(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    largest, second = cluster.shard_blob(1), cluster.shard_blob(2)
+    cluster.give(TARGETS[0], largest)
+    cluster.give(TARGETS[1], second, b"truncated")
+    cluster.give(TARGETS[1], "0" * 64, b"a blob the head lacks")
+    result = run(cluster)
+    sent = {(x.link.label, x.blob.name) for x in result.transfers}
+    assert (f"head -> {TARGETS[0]}", largest) not in sent
+    assert (f"{TARGETS[0]} -> {TARGETS[1]}", largest) in sent
+    assert (f"{TARGETS[0]} -> {TARGETS[1]}", second) in sent
+    plan = result.plan.as_dict()
+    assert largest not in plan[TARGETS[0]]["files"] and len(plan[TARGETS[0]]["files"]) == 4
+    assert plan[TARGETS[1]]["files"][:2] == [largest, second]
+    extra = cluster.blobs(TARGETS[1]).pop("0" * 64)
+    assert extra == b"a blob the head lacks"  # left alone
+    cluster.blob(TARGETS[1], "0" * 64).unlink()
+    assert_converged(cluster, TARGETS)
+
+
+def test_star_sends_everything_from_the_head(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    cluster.give(TARGETS[2], cluster.shard_blob(3))
+    result = run(cluster, topology="star", streams=2)
+    assert {x.link.source for x in result.transfers} == {None}
+    assert len(result.transfers) == 5 + 5 + 4
+    assert result.as_dict()["topology"] == "star"
+    assert_converged(cluster, TARGETS)
+
+
+def test_check_mode_plans_and_changes_nothing(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    cluster.give(TARGETS[0], cluster.shard_blob(2))
+    recorder = Recorder()
+    out = run(cluster, check_mode=True, runner=recorder).as_dict()
+    assert out["changed"] is True
+    assert out["transferred"] == [] and out["bytes"] == 0
+    assert out["would_transfer"] == out["plan"]
+    sizes = dict(cluster.sizes())
+    first = out["would_transfer"][TARGETS[0]]
+    assert cluster.shard_blob(2) not in first["files"] and first["bytes"] == sum(sizes.values()) - sizes[cluster.shard_blob(2)]
+    assert out["would_transfer"][TARGETS[1]]["files"] == [name for name, _size in cluster.sizes()]
+    assert [argv[0] for argv in recorder.commands] == ["sh"] * 3  # the listings only
+    assert not cluster.folder(TARGETS[1]).exists() and not cluster.folder(TARGETS[2]).exists()
+    assert cluster.blobs(TARGETS[0]) == {cluster.shard_blob(2): cluster.blob(None, cluster.shard_blob(2)).read_bytes()}
+
+
+def test_check_mode_sees_a_new_ref_without_writing_it(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    run(cluster)
+    (cluster.repo(None) / "refs" / "v1.0").write_text(COMMIT)
+    out = run(cluster, check_mode=True).as_dict()
+    assert out["changed"] is True
+    assert out["would_transfer"] == dict.fromkeys(TARGETS, {"files": [], "bytes": 0})
+    # the new ref (and, when the second changed since, the refs/ folder's time)
+    assert all(lines[-1] == ">f+++++++++ refs/v1.0" and set(lines[:-1]) <= {".d..t...... refs/"} for lines in out["metadata"].values()), out
+    assert not (cluster.repo(TARGETS[0]) / "refs" / "v1.0").exists()
+    assert all(lines[-1] == ">f+++++++++ refs/v1.0" for lines in run(cluster).as_dict()["metadata"].values())
+    assert (cluster.repo(TARGETS[2]) / "refs" / "v1.0").read_text() == COMMIT
+    assert run(cluster, check_mode=True).as_dict()["changed"] is False
+
+
+# --- failures and resuming -------------------------------------------------------------------------------------
+
+
+def test_failed_rsync_is_retried(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:2])
+    flaky = cluster.shard_blob(3)
+    recorder = Recorder(fail={flaky: 2})
+    delays: list[float] = []
+    result = run(cluster, runner=recorder, retries=2, retry_delay=0.5, sleep=delays.append)
+    attempts = {(x.link.target, x.blob.name): x.attempts for x in result.transfers}
+    assert attempts[(TARGETS[0], flaky)] == 3
+    assert sorted(attempts.values()) == [1] * 9 + [3]
+    assert delays == [0.5, 0.5]
+    assert_converged(cluster, TARGETS[:2])
+
+
+def test_failure_after_the_retries_names_the_file_and_link_and_keeps_what_was_sent(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:2])
+    bad = cluster.shard_blob(4)  # the smallest shard: with one stream the larger ones are sent before it
+    recorder = Recorder(fail={bad: 99}, stderr="rsync: [sender] write error: Broken pipe (32)\n")
+    with pytest.raises(DistributeError) as caught:
+        run(cluster, runner=recorder, retries=1, streams=1)
+    size = dict(cluster.sizes())[bad]
+    assert str(caught.value) == (
+        f"cannot send {bad} ({size} bytes) on head -> {TARGETS[0]}: rsync failed (2 attempts), rc 23: rsync: [sender] write error: Broken pipe (32)"
+    )
+    result = caught.value.result
+    assert result is not None
+    sent = [x.blob.name for x in result.transfers if x.link.target == TARGETS[0]]
+    assert sent == [name for name, _size in cluster.sizes()][:3]
+    assert set(cluster.blobs(TARGETS[0])) == set(sent)
+    assert result.as_dict()["changed"] is True and result.metadata == {}
+    assert not (cluster.repo(TARGETS[0]) / "refs").exists() and not (cluster.repo(TARGETS[1]) / "refs").exists()
+    # the rest goes on the next run
+    out = run(cluster).as_dict()
+    assert out["plan"][TARGETS[0]]["files"] == [name for name, _size in cluster.sizes() if name not in sent]
+    assert_converged(cluster, TARGETS[:2])
+
+
+class Interrupting(LocalTransport):
+    """Kills the rsync of one blob part way (slowed down, then SIGTERM), as a lost connection would."""
+
+    def __init__(self, roots: t.Mapping[Node, str], blob: str) -> None:
+        super().__init__(roots)
+        self.blob = blob
+
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
+        argv = super().rsync_argv(source, target, options, paths, dest)
+        if paths[0].endswith(self.blob):
+            return ["timeout", "-s", "TERM", "0.4", argv[0], "--bwlimit=500", *argv[1:]]
+        return argv
+
+
+def test_an_interrupted_blob_stays_out_of_place_and_is_resumed(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:1], sizes=(2_000_000, 1000))
+    big = cluster.sizes()[0][0]
+    with pytest.raises(DistributeError, match=re.escape(f"cannot send {big} (2000000 bytes) on head -> {TARGETS[0]}: rsync failed (1 attempt), rc 124: ")):
+        run(cluster, transport=Interrupting(cluster.transport.roots, big), retries=0)
+    partial = cluster.repo(TARGETS[0]) / "blobs" / PARTIAL_DIR / big
+    assert 0 < partial.stat().st_size < 2_000_000
+    assert not cluster.blob(TARGETS[0], big).exists()
+    assert set(cluster.blobs(TARGETS[0])) == set(cluster.blobs(None)) - {big}
+    assert not (cluster.repo(TARGETS[0]) / "snapshots").exists()
+    result = run(cluster)
+    assert [x.blob.name for x in result.transfers] == [big]
+    assert_converged(cluster, TARGETS[:1])
+
+
+def test_an_exception_in_a_transfer_ends_the_run(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+
+    def runner(argv: list[str]) -> tuple[int, str, str]:
+        if PARTIAL_DIR in " ".join(argv) and TARGETS[1] in argv[-1]:
+            raise RuntimeError("boom")
+        return run_command(argv)
+
+    with pytest.raises(DistributeError, match=rf"cannot send \w+ on {TARGETS[0]} -> {TARGETS[1]}: RuntimeError\('boom'\)"):
+        run(cluster, runner=runner)
+
+
+def test_a_failing_listing_fails_before_anything_is_sent(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+
+    def runner(argv: list[str]) -> tuple[int, str, str]:
+        if argv[0] == "sh" and TARGETS[1] in argv[-1]:
+            return 255, "", "ssh: connect to host 10.0.0.3 port 22: No route to host\n"
+        return run_command(argv)
+
+    with pytest.raises(DistributeError) as caught:
+        run(cluster, runner=runner)
+    assert str(caught.value) == f"cannot list {REPO}/blobs on {TARGETS[1]}: rc 255: ssh: connect to host 10.0.0.3 port 22: No route to host"
+    assert caught.value.result is None
+    assert not cluster.folder(TARGETS[0]).exists()
+
+
+def test_a_failing_metadata_rsync_names_the_folder(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:1])
+
+    def runner(argv: list[str]) -> tuple[int, str, str]:
+        if "--itemize-changes" in argv and argv[-2].endswith("/refs"):
+            return 11, "", "rsync: write failed: No space left on device (28)"
+        return run_command(argv)
+
+    with pytest.raises(DistributeError) as caught:
+        run(cluster, runner=runner, retries=0)
+    assert str(caught.value) == f"cannot send refs/ on head -> {TARGETS[0]}: rsync failed (1 attempt), rc 11: rsync: write failed: No space left on device (28)"
+    assert caught.value.result is not None and len(caught.value.result.transfers) == 5
+    assert (cluster.repo(TARGETS[0]) / "snapshots" / COMMIT).is_dir()
+
+
+@pytest.mark.parametrize(
+    ("repo_dir", "targets", "kwargs", "message"),
+    [
+        ("hub/models--acme--tiny-llm", TARGETS, {}, "repo_dir must be an absolute path, not 'hub/models--acme--tiny-llm'"),
+        (REPO, [], {}, "targets is empty: there is nowhere to send the model"),
+        (REPO, ["a", "b", "a"], {}, "targets are listed more than once: a"),
+        (REPO, TARGETS, {"topology": "ring"}, "topology must be one of chain, star, not 'ring'"),
+        (REPO, TARGETS, {"streams": 0}, "streams must be at least 1, not 0"),
+        (REPO, TARGETS, {"retries": -1}, "retries must be at least 0, not -1"),
+        ("/srv/elsewhere", TARGETS, {}, "cannot list the blobs on the head: "),
+    ],
+)
+def test_bad_arguments(tmp_path: Path, repo_dir: str, targets: list[str], kwargs: dict[str, t.Any], message: str) -> None:
+    cluster = make_cluster(tmp_path)
+    with pytest.raises(DistributeError) as caught:
+        distribute(repo_dir, targets, cluster.transport, **kwargs)
+    assert str(caught.value).startswith(message)
+
+
+def test_a_head_without_blobs_fails(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    for path in (cluster.repo(None) / "blobs").iterdir():
+        path.rename(path.with_name(path.name + ".incomplete"))
+    with pytest.raises(DistributeError, match=r"^/srv/hf hub/models--acme--tiny-llm/blobs on the head holds no blob: nothing to distribute$"):
+        run(cluster)
+
+
+# --- pipelining ------------------------------------------------------------------------------------------------
+
+
+class Slow(LocalTransport):
+    """Each blob takes ``delay`` seconds more to send, as if the link were slow."""
+
+    delay = 0.1
+
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
+        argv = super().rsync_argv(source, target, options, paths, dest)
+        return ["sh", "-c", 'sleep "$0" && exec "$@"', str(self.delay), *argv] if PARTIAL_DIR in " ".join(options) else argv
+
+
+def test_a_chain_of_three_takes_hardly_longer_than_one_target(tmp_path: Path) -> None:
+    one = make_cluster(tmp_path / "one", targets=TARGETS[:1])
+    three = make_cluster(tmp_path / "three")
+    start = time.monotonic()
+    run(one, transport=Slow(one.transport.roots), streams=1)
+    single = time.monotonic() - start
+    start = time.monotonic()
+    result = run(three, transport=Slow(three.transport.roots), streams=1)
+    chain = time.monotonic() - start
+    assert len(result.transfers) == 15
+    # 5 blobs of 0.1 s: one target 0.5 s; the chain 7 steps, 0.7 s (3 targets one after the other: 1.5 s)
+    assert single >= 5 * Slow.delay
+    assert chain < 2 * single, (chain, single)
+    assert_converged(three, TARGETS)
+
+
+# --- the pieces ------------------------------------------------------------------------------------------------
+
+
+def test_links() -> None:
+    assert make_links(TARGETS, "chain") == (Link(None, TARGETS[0]), Link(TARGETS[0], TARGETS[1]), Link(TARGETS[1], TARGETS[2]))
+    assert make_links(TARGETS, "star") == tuple(Link(None, target) for target in TARGETS)
+    assert [link.label for link in make_links(TARGETS[:2], "chain")] == ["head -> 10.0.0.2", "10.0.0.2 -> 10.0.0.3"]
+
+
+def test_head_blobs_skip_downloads_in_progress_and_rsync_leftovers(tmp_path: Path) -> None:
+    blobs = tmp_path / "blobs"
+    (blobs / PARTIAL_DIR).mkdir(parents=True)
+    (blobs / PARTIAL_DIR / "aaa").write_bytes(b"12")
+    (blobs / "small").write_bytes(b"1")
+    (blobs / "big").write_bytes(b"12345")
+    (blobs / "bbb").write_bytes(b"12345")
+    (blobs / "ccc.incomplete").write_bytes(b"123456789")
+    (blobs / ".ddd.Xy12Ab").write_bytes(b"123456789")
+    (blobs / "link").symlink_to("big")
+    assert head_blobs(str(blobs)) == (Blob("bbb", 5), Blob("big", 5), Blob("small", 1))
+
+
+def test_listing_runs_and_parses(tmp_path: Path) -> None:
+    blobs = tmp_path / "a dir" / "blobs"
+    (blobs / PARTIAL_DIR).mkdir(parents=True)
+    (blobs / PARTIAL_DIR / "partial").write_bytes(b"12")
+    (blobs / "abc").write_bytes(b"1234")
+    (blobs / "def").write_bytes(b"")
+    rc, out, err = run_command(listing_argv(str(blobs)))
+    assert (rc, err) == (0, "")
+    assert parse_listing(out, "w") == {"abc": 4, "def": 0}
+    assert run_command(listing_argv(str(tmp_path / "missing" / "blobs"))) == (0, "", "")
+    with pytest.raises(DistributeError, match=r"^cannot read the blob listing of w: 'abc'$"):
+        parse_listing("abc\n", "w")
+
+
+# --- SshTransport ----------------------------------------------------------------------------------------------
+
+SSH = [
+    "ssh",
+    "-p",
+    "2222",
+    "-i",
+    "/etc/sparkops/ssh/id_ed25519",
+    "-o",
+    "IdentitiesOnly=yes",
+    "-o",
+    "UserKnownHostsFile=/etc/sparkops/ssh/known_hosts",
+    "-o",
+    "StrictHostKeyChecking=accept-new",
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "ConnectTimeout=30",
+]
+BLOBS = "/var/lib/sparkops/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8/blobs"
+
+
+def ssh_transport(**kwargs: t.Any) -> SshTransport:
+    defaults = {"user": "root", "key": "/etc/sparkops/ssh/id_ed25519", "known_hosts": "/etc/sparkops/ssh/known_hosts", "port": 2222}
+    return SshTransport(**{**defaults, **kwargs})
+
+
+def test_ssh_runs_a_quoted_command_on_a_target() -> None:
+    transport = ssh_transport()
+    assert transport.ssh_command() == SSH
+    argv = transport.run_argv("192.168.100.11", listing_argv("/srv/hf hub/blobs"))
+    quoted = "'\"'\"'/srv/hf hub/blobs'\"'\"'"  # a single-quoted string within single quotes
+    script = f"if [ -d {quoted} ]; then exec find {quoted} -maxdepth 1 -type f -printf '\"'\"'%f %s\\n'\"'\"'; fi"
+    assert argv == [*SSH, "root@192.168.100.11", f"sh -c '{script}'"]
+    assert shlex.split(argv[-1]) == listing_argv("/srv/hf hub/blobs")
+    assert transport.run_argv("10.0.0.2", ["mkdir", "-p", BLOBS]) == [*SSH, "root@10.0.0.2", f"mkdir -p {BLOBS}"]
+
+
+def test_ssh_options_without_key_or_known_hosts() -> None:
+    transport = SshTransport()
+    assert transport.ssh_command() == ["ssh", "-p", "22", "-o", "StrictHostKeyChecking=accept-new", "-o", "BatchMode=yes", "-o", "ConnectTimeout=30"]
+    assert transport.rsync == "rsync" and transport.user == "root"
+
+
+def test_rsync_from_the_head() -> None:
+    argv = ssh_transport(user="spark").rsync_argv(None, "192.168.100.11", BLOB_OPTIONS, [f"{BLOBS}/abc"], f"{BLOBS}/")
+    assert argv == [
+        "rsync",
+        "-a",
+        "--partial-dir=.sparkops-partial",
+        "--timeout=120",
+        "-e",
+        " ".join(SSH),
+        f"{BLOBS}/abc",
+        f"spark@192.168.100.11:{BLOBS}/",
+    ]
+
+
+def test_rsync_relayed_by_a_worker() -> None:
+    transport = ssh_transport()
+    argv = transport.rsync_argv("192.168.100.11", "192.168.100.12", BLOB_OPTIONS, [f"{BLOBS}/abc"], f"{BLOBS}/")
+    inner = ["rsync", "-a", "--partial-dir=.sparkops-partial", "--timeout=120", "-e", " ".join(SSH), f"{BLOBS}/abc", f"root@192.168.100.12:{BLOBS}/"]
+    assert argv == [*SSH, "root@192.168.100.11", shlex.join(inner)]
+    assert argv[-1] == (
+        "rsync -a --partial-dir=.sparkops-partial --timeout=120 -e "
+        "'ssh -p 2222 -i /etc/sparkops/ssh/id_ed25519 -o IdentitiesOnly=yes -o UserKnownHostsFile=/etc/sparkops/ssh/known_hosts "
+        "-o StrictHostKeyChecking=accept-new -o BatchMode=yes -o ConnectTimeout=30' "
+        f"{BLOBS}/abc root@192.168.100.12:{BLOBS}/"
+    )
+
+
+def test_rsync_quotes_paths_with_spaces_and_brackets_ipv6() -> None:
+    transport = ssh_transport(key="/etc/spark ops/id key", known_hosts="/etc/spark ops/known hosts", rsync="/opt/rsync/bin/rsync")
+    argv = transport.rsync_argv("fd00::11", "fd00::12", METADATA_OPTIONS, ["/srv/hf hub/m/snapshots"], "/srv/hf hub/m/")
+    ssh = transport.ssh_command()
+    assert ssh[3:9] == ["-i", "/etc/spark ops/id key", "-o", "IdentitiesOnly=yes", "-o", "UserKnownHostsFile=/etc/spark ops/known hosts"]
+    inner = [
+        "/opt/rsync/bin/rsync",
+        "-a",
+        "--itemize-changes",
+        "--timeout=120",
+        "--rsync-path=/opt/rsync/bin/rsync",
+        "-e",
+        shlex.join(ssh),
+        "/srv/hf hub/m/snapshots",
+        "root@[fd00::12]:/srv/hf hub/m/",
+    ]
+    assert argv == [*ssh, "root@fd00::11", shlex.join(inner)]
+    assert shlex.split(argv[-1]) == inner
+    assert "'/etc/spark ops/id key'" in inner[6]
+
+
+def test_rsync_splits_the_ssh_command_as_shlex_quoted_it(tmp_path: Path) -> None:
+    """rsync runs -e's value, split by its own rules: a quoted path with spaces stays one argument."""
+    record = tmp_path / "ssh args"
+    fake_ssh = tmp_path / "fake ssh"
+    fake_ssh.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {shlex.quote(str(record))}\nexit 255\n')
+    fake_ssh.chmod(0o755)
+    source = tmp_path / "abc"
+    source.write_bytes(b"x")
+    transport = ssh_transport(key="/etc/spark ops/it's key", ssh=str(fake_ssh))
+    proc = subprocess.run(transport.rsync_argv(None, "10.0.0.2", BLOB_OPTIONS, [str(source)], "/srv/hf hub/blobs/"), capture_output=True, check=False)
+    assert proc.returncode != 0
+    args = record.read_text().splitlines()
+    assert args[:17] == [*SSH[1:3], "-i", "/etc/spark ops/it's key", *SSH[5:], "-l", "root", "10.0.0.2"]
+    assert args[17:19] == ["rsync", "--server"] and args[-1] == "/srv/hf\\ hub/blobs/"  # rsync escapes the remote path itself
