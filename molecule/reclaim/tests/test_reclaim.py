@@ -145,7 +145,7 @@ def test_unknown_consumer_fails_naming_it_and_changes_nothing() -> None:
 
 
 def test_memory_below_threshold_fails_with_what_holds_it() -> None:
-    run = run_site("--limit", WORKER, "-e", "gpu_reclaim_min_available_fraction=0.999")
+    run = run_site("--limit", WORKER, "-e", "gpu_reclaim_min_available_fraction=0.999", "-e", "gpu_reclaim_settle_timeout=4")
     assert run.returncode != 0, run.stdout[-3000:]
     output = flat(run)
     assert f"host {WORKER}: GPU memory is not free: MemAvailable (unified memory) is" in output, output[-3000:]
