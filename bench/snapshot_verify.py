@@ -56,7 +56,18 @@ for _path in (REPO / "tests" / "lab", REPO / ".collections"):  # sparklab, as te
         sys.path.insert(0, str(_path))
 
 from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot import MODE_FULL, MODE_QUICK, SnapshotReport, check_snapshot  # noqa: E402
-from sparklab.hf_model import INDEX, MoeShape, build_hub_cache, content_commit, etag_of, json_bytes, parse_size, shard_name, write_hub_snapshot  # noqa: E402
+from sparklab.hf_model import (  # noqa: E402
+    INDEX,
+    MoeShape,
+    build_hub_cache,
+    content_commit,
+    etag_of,
+    json_bytes,
+    parse_size,
+    shard_name,
+    split_shards,
+    write_hub_snapshot,
+)
 
 DOC = REPO / "docs" / "benchmarks.md"
 HEADING = "## Snapshot verification (hf_snapshot)"
@@ -135,22 +146,6 @@ class Fp8Layout:
 
 def tensor_bytes(dtype: str, dims: Sequence[int]) -> int:
     return math.prod(dims) * DTYPE_BYTES[dtype]
-
-
-def split_shards(sizes: Sequence[int], shards: int) -> list[int]:
-    """The shard (0-based) of each tensor: contiguous runs of about equal bytes, none empty (as hf_model splits)."""
-    if not 1 <= shards <= len(sizes):
-        raise ValueError(f"{len(sizes)} tensors do not split into {shards} non-empty shards")
-    total = sum(sizes)
-    owner: list[int] = []
-    current, done = 0, 0
-    for n, size in enumerate(sizes):
-        left_tensors, left_shards = len(sizes) - n, shards - current - 1
-        if n > 0 and left_shards > 0 and (left_tensors == left_shards or done + size / 2 > (current + 1) * total / shards):
-            current += 1
-        owner.append(current)
-        done += size
-    return owner
 
 
 def write_sparse_shard(path: Path, tensors: Sequence[tuple[str, str, tuple[int, ...]]]) -> int:

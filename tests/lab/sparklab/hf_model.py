@@ -444,8 +444,10 @@ def plan_model(total_bytes: int, shards: int = 1, dtype: Dtype = "BF16") -> MoeS
     raise ValueError(f"{total_bytes} bytes is too small for the model: it needs at least {least} bytes ({least / 1e6:.1f} MB)")
 
 
-def _split(sizes: Sequence[int], shards: int) -> list[int]:
+def split_shards(sizes: Sequence[int], shards: int) -> list[int]:
     """The shard (0-based) of each tensor: contiguous runs of about equal bytes, none empty."""
+    if not 1 <= shards <= len(sizes):
+        raise ValueError(f"{len(sizes)} tensors do not split into {shards} non-empty shards")
     total = sum(sizes)
     owner: list[int] = []
     current, done = 0, 0
@@ -473,7 +475,7 @@ def _write_shards(staging: Path, shape: MoeShape, shards: int, dtype: Dtype, see
     view, _keep, _put, one = _BITS[dtype]
     item = np.dtype(view).itemsize
     tensors = shape.tensors()
-    owner = _split([math.prod(s) * item for _n, s, _norm in tensors], shards)
+    owner = split_shards([math.prod(s) * item for _n, s, _norm in tensors], shards)
     rng = np.random.default_rng(seed)
     written: dict[str, Path] = {}
     weight_map: dict[str, str] = {}
