@@ -162,6 +162,7 @@ class SnapshotReport:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     incomplete_files: list[str] = field(default_factory=list)
+    stale_partials: list[str] = field(default_factory=list)
     unverified: list[str] = field(default_factory=list)
     architectures: list[str] | None = None
     shards: int = 0
@@ -207,6 +208,7 @@ class SnapshotReport:
             "corrupt": [c.as_dict() for c in self.corrupt],
             "problems": list(self.problems),
             "incomplete_files": list(self.incomplete_files),
+            "stale_partials": list(self.stale_partials),
             "unverified": list(self.unverified),
             "architectures": self.architectures,
             "shards": self.shards,
@@ -497,7 +499,13 @@ class _Checker:
             if owner is None and key is not None:
                 owner = owners.get(key)
             self.report.incomplete_files.append(rel)
-            if owner is not None:
+            broken = {c.path for c in self.report.corrupt}
+            if owner is not None and key is None and owner not in self.report.missing and owner not in broken:
+                # huggingface_hub renames a blob into place only once it is whole, and names each attempt's partial
+                # <etag>.<id>.incomplete: next to the whole blob, the partial is what a killed attempt left.
+                self.report.stale_partials.append(rel)
+                self.report.warnings.append(f"{rel}: left by an interrupted download of {owner}, which is there whole; it can be deleted")
+            elif owner is not None:
                 self.report.problems.append(f"{owner}: its download is not finished ({rel} is there)")
             elif res.incomplete_is_own or self.report.missing:
                 self.report.problems.append(f"a partial download is left in {rel}")

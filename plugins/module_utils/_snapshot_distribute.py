@@ -48,6 +48,9 @@ METADATA_DIRS = ("snapshots", "refs")
 TOPOLOGIES = ("chain", "star")
 # How the head appears in results and messages.
 HEAD = "head"
+# ssh control sockets: <control_dir>/<MUX_NAME>-<40 hex>-<stream>; a Unix socket path has at most 107 bytes.
+MUX_NAME = "mux"
+MAX_SOCKET_PATH = 107
 # How much of a failed command's stderr a message quotes (its end).
 STDERR_TAIL = 2000
 
@@ -109,12 +112,23 @@ class Transport(abc.ABC):
         return path
 
     @abc.abstractmethod
-    def run_argv(self, node: str, argv: t.Sequence[str]) -> list[str]:
-        """The argv, started on the head, that runs ``argv`` on the target ``node``."""
+    def run_argv(self, node: str, argv: t.Sequence[str], stream: int | None = None) -> list[str]:
+        """The argv, started on the head, that runs ``argv`` on the target ``node`` (for ``stream``, see
+        :meth:`stream_setup`)."""
 
     @abc.abstractmethod
-    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str, stream: int | None = None) -> list[str]:
         """The argv, started on the head, that rsyncs ``paths`` on ``source`` into the folder ``dest`` on ``target``."""
+
+    def stream_setup(self, source: Node, target: str, stream: int) -> list[list[str]]:
+        """Commands (run once, in order, failures ignored) that make the commands of ``stream`` on the link
+        ``source -> target`` cheaper to start; none by default."""
+        return []
+
+    def teardown(self) -> list[list[list[str]]]:
+        """Batches of commands (run one batch after the other, the commands of a batch at once, failures ignored) that
+        undo what :meth:`stream_setup` set up; none by default."""
+        return []
 
 
 class SshTransport(Transport):
@@ -124,6 +138,13 @@ class SshTransport(Transport):
     ``ssh ... user@source "rsync ... -e '<ssh>' <paths> user@target:<dest>"``, so ``key`` and ``known_hosts`` must be
     the same paths on every node. Host keys not yet known are accepted and recorded (``accept-new``); a changed one
     fails. ``ssh`` is the ssh program on every node.
+
+    With ``control_dir`` (a private folder at the same path on every node), each stream of each link keeps one ssh
+    connection open for all its files (OpenSSH connection sharing: a master per stream, ``ControlPath``
+    ``<control_dir>/mux-%C-<stream>``): a file then costs no ssh handshake, which on a relay is two (head -> source
+    for the command, source -> target for the data). Each stream keeps its own connection and ssh process, so the
+    streams still encrypt in parallel. A master that cannot start costs nothing but the handshakes (the commands
+    connect directly); masters end with :meth:`teardown`, or by themselves after ``control_persist`` idle seconds.
     """
 
     def __init__(
@@ -135,6 +156,8 @@ class SshTransport(Transport):
         rsync: str = "rsync",
         ssh: str = "ssh",
         connect_timeout: int = 30,
+        control_dir: str | None = None,
+        control_persist: int = 60,
     ) -> None:
         super().__init__(rsync)
         self.user = user
@@ -143,31 +166,90 @@ class SshTransport(Transport):
         self.port = port
         self.ssh = ssh
         self.connect_timeout = connect_timeout
+        if control_dir is not None and len(control_dir) + len(MUX_NAME) + 45 > MAX_SOCKET_PATH:
+            raise DistributeError(f"control_dir {control_dir!r} is too long for an ssh control socket path ({MAX_SOCKET_PATH} bytes)")
+        self.control_dir = control_dir
+        self.control_persist = control_persist
+        self._masters: list[tuple[Node, str, int]] = []  # in the order they were started
+        self._masters_lock = threading.Lock()
 
-    def ssh_command(self) -> list[str]:
-        """ssh and its options, without the host: what rsync's ``-e`` gets, and what :meth:`run_argv` starts with."""
+    def control_path(self, stream: int) -> str:
+        """The control socket of ``stream`` (``%C``: ssh's hash of the local host, remote host, port and user)."""
+        return f"{self.control_dir}/{MUX_NAME}-%C-{stream}"
+
+    def ssh_command(self, stream: int | None = None) -> list[str]:
+        """ssh and its options, without the host: what rsync's ``-e`` gets, and what :meth:`run_argv` starts with.
+        With a ``stream`` (and a ``control_dir``), the stream's master connection is used when there is one."""
         argv = [self.ssh, "-p", str(self.port)]
         if self.key:
             argv += ["-i", self.key, "-o", "IdentitiesOnly=yes"]
         if self.known_hosts:
             argv += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
+        if self.control_dir is not None and stream is not None:
+            argv += ["-o", "ControlMaster=no", "-o", f"ControlPath={self.control_path(stream)}"]
         return argv + ["-o", "StrictHostKeyChecking=accept-new", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout}"]
+
+    def _detached(self, source: Node, argv: list[str], stream: int) -> list[str]:
+        """``argv`` run on ``source`` with its stdio closed: a master that goes to the background (``-f``) must not hold
+        the pipes its caller reads to the end."""
+        command = ["sh", "-c", f"{shlex.join(argv)} </dev/null >/dev/null 2>&1"]
+        return command if source is None else self.run_argv(source, command, stream)
+
+    def _master(self, source: Node, target: str, stream: int) -> list[str] | None:
+        """The command that starts the master of ``stream`` from ``source`` to ``target``; None when it was started."""
+        with self._masters_lock:
+            if (source, target, stream) in self._masters:
+                return None
+            self._masters.append((source, target, stream))
+        host = f"{self.user}@{target}"
+        path = ["-o", f"ControlPath={self.control_path(stream)}"]
+        # A live master (an interrupted run's, within its ControlPersist) is kept. ControlMaster=auto removes a
+        # socket no master answers (a killed master's, a reboot's) before listening; -M would fail to listen on it
+        # and leave a plain connection in the background.
+        check = [*self.ssh_command(), *path, "-O", "check", host]
+        alive = ["-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4"]
+        master = [*self.ssh_command(), *path, "-o", "ControlMaster=auto", "-o", f"ControlPersist={self.control_persist}", *alive, "-N", "-f", host]
+        script = f"{shlex.join(check)} || exec {shlex.join(master)}"
+        command = ["sh", "-c", f"{{ {script}; }} </dev/null >/dev/null 2>&1"]
+        return command if source is None else self.run_argv(source, command, stream)
+
+    def stream_setup(self, source: Node, target: str, stream: int) -> list[list[str]]:
+        if self.control_dir is None:
+            return []
+        # A relay's command goes head -> source: that master first, then the relay's own source -> target.
+        hops = [(None, source)] if source is not None else []
+        commands = [self._master(hop_source, hop_target, stream) for hop_source, hop_target in [*hops, (source, target)]]
+        return [command for command in commands if command is not None]
+
+    def teardown(self) -> list[list[list[str]]]:
+        # The relays' masters first: they are reached through the head's.
+        with self._masters_lock:
+            masters, self._masters = self._masters, []
+
+        def exits(relays: bool) -> list[list[str]]:
+            return [
+                self._detached(source, [*self.ssh_command(stream), "-O", "exit", f"{self.user}@{target}"], stream)
+                for source, target, stream in masters
+                if (source is not None) == relays
+            ]
+
+        return [batch for batch in (exits(True), exits(False)) if batch]
 
     def remote(self, host: str, path: str) -> str:
         """rsync's ``user@host:path``, with an IPv6 address in brackets."""
         return f"{self.user}@[{host}]:{path}" if ":" in host else f"{self.user}@{host}:{path}"
 
-    def run_argv(self, node: str, argv: t.Sequence[str]) -> list[str]:
+    def run_argv(self, node: str, argv: t.Sequence[str], stream: int | None = None) -> list[str]:
         # ssh hands the remote shell one command line: quote each argument for it.
-        return [*self.ssh_command(), f"{self.user}@{node}", shlex.join(argv)]
+        return [*self.ssh_command(stream), f"{self.user}@{node}", shlex.join(argv)]
 
-    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str, stream: int | None = None) -> list[str]:
         argv = [self.rsync, *options]
         if self.rsync != "rsync":
             argv.append(f"--rsync-path={self.rsync}")
         # rsync splits -e's value itself, honouring the quotes shlex.join puts around a value with spaces.
-        argv += ["-e", shlex.join(self.ssh_command()), *paths, self.remote(target, dest)]
-        return argv if source is None else self.run_argv(source, argv)
+        argv += ["-e", shlex.join(self.ssh_command(stream)), *paths, self.remote(target, dest)]
+        return argv if source is None else self.run_argv(source, argv, stream)
 
 
 class LocalTransport(Transport):
@@ -186,10 +268,10 @@ class LocalTransport(Transport):
             raise DistributeError(f"{node_name(node)} has no folder in the local transport")
         return self.roots[node].rstrip("/") + path
 
-    def run_argv(self, node: str, argv: t.Sequence[str]) -> list[str]:
+    def run_argv(self, node: str, argv: t.Sequence[str], stream: int | None = None) -> list[str]:
         return list(argv)
 
-    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str, stream: int | None = None) -> list[str]:
         return [self.rsync, *options, *paths, dest]
 
 
@@ -339,6 +421,7 @@ class Transfer:
             "source": node_name(self.link.source),
             "target": self.link.target,
             "bytes": self.blob.size,
+            "started": round(self.started, 3),
             "seconds": round(self.seconds, 3),
         }
 
@@ -435,7 +518,7 @@ class Pipeline:
     def run(self) -> None:
         """Send everything; afterwards :attr:`transfers` holds what was sent and :attr:`error` the first failure."""
         threads = [
-            threading.Thread(target=self._work, args=(index,), name=f"{link.label} #{n}", daemon=True)
+            threading.Thread(target=self._work, args=(index, n), name=f"{link.label} #{n}", daemon=True)
             for index, link in enumerate(self.plan.links)
             for n in range(min(self.streams, len(self._pending[index])))
         ]
@@ -455,14 +538,19 @@ class Pipeline:
                 self._cond.wait()
             return None
 
-    def _work(self, index: int) -> None:
+    def _work(self, index: int, stream: int) -> None:
         link = self.plan.links[index]
+        ready = False
         while True:
             blob = self._next(index)
             if blob is None:
                 return
+            if not ready:  # once the stream has something to send (a relay's source may not be reachable before)
+                for argv in self.transport.stream_setup(link.source, link.target, stream):
+                    self.runner(argv)
+                ready = True
             try:
-                transfer = self._send(link, blob)
+                transfer = self._send(link, blob, stream)
             except Exception as exc:  # any failure must end the run, not leave the other threads waiting
                 message = str(exc) if isinstance(exc, DistributeError) else f"cannot send {blob.name} on {link.label}: {exc!r}"
                 with self._cond:
@@ -475,12 +563,12 @@ class Pipeline:
                     self._available[downstream].add(blob.name)
                 self._cond.notify_all()
 
-    def _send(self, link: Link, blob: Blob) -> Transfer:
+    def _send(self, link: Link, blob: Blob, stream: int) -> Transfer:
         blobs_dir = self.plan.blobs_dir
         path = self.transport.path(link.source, f"{blobs_dir}/{blob.name}")
         dest = self.transport.path(link.target, f"{blobs_dir}/")
         started = self.clock() - self.start
-        argv = self.transport.rsync_argv(link.source, link.target, self.options, [path], dest)
+        argv = self.transport.rsync_argv(link.source, link.target, self.options, [path], dest, stream)
         rc, _out, err, attempts = _with_retries(argv, self.runner, self.retries, self.retry_delay, self.sleep)
         if rc != 0:
             raise DistributeError(f"cannot send {blob.name} ({blob.size} bytes) on {link.label}: rsync failed ({_attempts(attempts)}), rc {rc}: {_tail(err)}")
@@ -508,7 +596,8 @@ def sync_metadata(
         dest = transport.path(target, f"{plan.repo_dir}/")
         for name in dirs:
             path = transport.path(None, f"{plan.repo_dir}/{name}")
-            argv = transport.rsync_argv(None, target, options, [path], dest)
+            # Over stream 0's connection to the target when the blobs left one open (else ssh connects directly).
+            argv = transport.rsync_argv(None, target, options, [path], dest, 0)
             rc, out, err, attempts = _with_retries(argv, runner, retries, retry_delay, sleep)
             if rc != 0:
                 raise DistributeError(f"cannot send {name}/ on {node_name(None)} -> {target}: rsync failed ({_attempts(attempts)}), rc {rc}: {_tail(err)}")
@@ -566,16 +655,26 @@ def distribute(
             pipeline = Pipeline(
                 plan, transport, streams=streams, retries=retries, bwlimit_kbps=bwlimit_kbps, runner=runner, retry_delay=retry_delay, clock=clock, sleep=sleep
             )
-            pipeline.run()
-            result.transfers = sorted(pipeline.transfers, key=lambda x: (x.started, x.finished))
-            if pipeline.error is not None:
-                raise DistributeError(pipeline.error)
-            result.metadata = sync_metadata(plan, transport, targets, retries=retries, runner=runner, retry_delay=retry_delay, sleep=sleep)
+            try:
+                pipeline.run()
+                result.transfers = sorted(pipeline.transfers, key=lambda x: (x.started, x.finished))
+                if pipeline.error is not None:
+                    raise DistributeError(pipeline.error)
+                result.metadata = sync_metadata(plan, transport, targets, retries=retries, runner=runner, retry_delay=retry_delay, sleep=sleep)
+            finally:
+                _teardown(transport, runner)
     except DistributeError as exc:
         result.seconds = clock() - start
         raise DistributeError(str(exc), result) from exc
     result.seconds = clock() - start
     return result
+
+
+def _teardown(transport: Transport, runner: Runner) -> None:
+    """Run the transport's teardown: its batches one after the other, each batch's commands at once (failures ignored)."""
+    for batch in transport.teardown():
+        with ThreadPoolExecutor(max_workers=len(batch)) as pool:
+            list(pool.map(runner, batch))
 
 
 def _make_blob_dirs(plan: Plan, transport: Transport, runner: Runner) -> None:

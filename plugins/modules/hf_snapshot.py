@@ -22,7 +22,8 @@ description:
     each C(.safetensors) file's header parses and its size is exactly 8 + the header length + the end of the last
     tensor's data (which a truncated download breaks); that the shards hold every tensor of the index's C(weight_map)
     and as many bytes of tensor data as its C(metadata.total_size); and that no C(.incomplete) download of the
-    snapshot's files is left. A snapshot with a C(config.json) but no weights is incomplete. It reads headers only:
+    snapshot's files is left (in a hub cache, one next to its whole blob is what a killed attempt left: it only warns,
+    see RV(stale_partials)). A snapshot with a C(config.json) but no weights is incomplete. It reads headers only:
     a 119 GB snapshot is checked in well under a second."
   - O(mode=full) also hashes every file and compares it with its etag, the content address the Hub gives it (the
     sha256 of an LFS file such as a weight shard, the git blob sha1 of a regular file), in parallel across files. It
@@ -267,12 +268,21 @@ problems:
   sample: ["model-00007-of-00039.safetensors is missing (a shard named in model.safetensors.index.json)"]
 incomplete_files:
   description:
-    - The C(.incomplete) partial downloads found, relative to RV(root). One of a file of the snapshot, or any one while
-      a file is missing (or any one in a local dir), is a problem; others only warn.
+    - The C(.incomplete) partial downloads found, relative to RV(root). One of a file of the snapshot that is not there
+      whole, or any one while a file is missing (or any one in a local dir), is a problem; others only warn.
   returned: always
   type: list
   elements: str
   sample: [blobs/5f1c0e0e7f4b3c2a1d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c.incomplete]
+stale_partials:
+  description:
+    - The RV(incomplete_files) of a hub cache whose blob is there whole (its snapshot file resolves and is not
+      corrupt). huggingface_hub renames a blob into place only when it is whole and names each attempt's partial
+      C(<etag>.<id>.incomplete), so these are what killed attempts left. They only warn, and can be deleted.
+  returned: always
+  type: list
+  elements: str
+  sample: [blobs/5f1c0e0e7f4b3c2a1d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c.3f2a9c1d.incomplete]
 unverified:
   description: Files of the snapshot with no etag (not a cache symlink, no download metadata), which O(mode=full) cannot verify.
   returned: always

@@ -91,6 +91,22 @@ options:
       - The ssh port of the targets.
     type: int
     default: 22
+  ssh_multiplex:
+    description:
+      - Keep one ssh connection open per stream of each link for all its files (OpenSSH connection sharing, a
+        C(ControlMaster) per stream), so that a file costs no ssh handshake (a relayed file costs two without it).
+        Each stream keeps its own connection and ssh process, so the streams still encrypt in parallel.
+      - The masters are closed at the end; one left by an interrupted run ends after 60 idle seconds.
+      - A master that cannot start only costs the handshakes back (the commands then connect directly).
+      - Needs O(ssh_control_dir), or O(ssh_key) whose folder is then used; without either, no connection is shared.
+    type: bool
+    default: true
+  ssh_control_dir:
+    description:
+      - Where the ssh control sockets go, the same path on every node (a relay keeps its own masters there). It must
+        be a folder only the O(ssh_user) can write, since a socket there is trusted with the connection.
+      - Default the folder of O(ssh_key).
+    type: path
   rsync:
     description:
       - The rsync program on the head and on every target (also passed as C(--rsync-path) when not V(rsync)).
@@ -189,6 +205,11 @@ transferred:
       type: int
       returned: always
       sample: 3992001072
+    started:
+      description: When its rsync started, in seconds since the distribution started (the timeline of the fan-out).
+      type: float
+      returned: always
+      sample: 12.031
     seconds:
       description: How long its rsync took, retries included.
       type: float
@@ -243,6 +264,8 @@ streams:
 """
 
 # Imports follow the documentation, as validate-modules requires.
+import os  # noqa: E402
+
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import (  # noqa: E402
     TOPOLOGIES,
@@ -265,6 +288,8 @@ def main() -> None:
             "ssh_key": {"type": "path"},
             "ssh_known_hosts": {"type": "path"},
             "ssh_port": {"type": "int", "default": 22},
+            "ssh_multiplex": {"type": "bool", "default": True},
+            "ssh_control_dir": {"type": "path"},
             "rsync": {"type": "str", "default": "rsync"},
         },
         supports_check_mode=True,
@@ -272,8 +297,11 @@ def main() -> None:
     p = module.params
     if not 1 <= p["ssh_port"] <= 65535:
         module.fail_json(msg=f"ssh_port must be between 1 and 65535, not {p['ssh_port']}", changed=False)
-    transport = SshTransport(user=p["ssh_user"], key=p["ssh_key"], known_hosts=p["ssh_known_hosts"], port=p["ssh_port"], rsync=p["rsync"])
+    control_dir = (p["ssh_control_dir"] or (os.path.dirname(p["ssh_key"]) if p["ssh_key"] else None)) if p["ssh_multiplex"] else None
     try:
+        transport = SshTransport(
+            user=p["ssh_user"], key=p["ssh_key"], known_hosts=p["ssh_known_hosts"], port=p["ssh_port"], rsync=p["rsync"], control_dir=control_dir
+        )
         result = distribute(
             p["repo_dir"],
             p["targets"],

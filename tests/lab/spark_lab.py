@@ -12,6 +12,11 @@
                               under .lab/models/ for reuse. The head is the node to seed: workers have no
                               egress and get the model from it, as on real Sparks.
 
+  spark_lab.py serve-hub [--node spark-head] [--repo R] [--size 8MB] [--shards 2] [--port 8081] [--token-file F]
+                              serve a model (built like seed-model's, seed 1) from the node's Hugging Face Hub
+                              stand-in on 127.0.0.1 (gated by the token in F when given), for `hf download` on
+                              the head; print the endpoint (HF_ENDPOINT) and the commit.
+
 Tests and the demo only: nothing outside tests/ and the lab imports this.
 """
 
@@ -23,7 +28,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sparklab import hf_model, inventory, node_image, nodes, wheelhouse
+from sparklab import hf_model, hub_server, inventory, node_image, nodes, wheelhouse
 from sparklab.run import LabError, log, out, run
 from sparklab.topology import LAB_LABEL, Topology, build_topology
 
@@ -116,9 +121,18 @@ def seed_model(args: argparse.Namespace) -> None:
     print(f"{info.commit} {info.total_bytes}")
 
 
+def serve_hub(args: argparse.Namespace) -> None:
+    """The serve-hub command: the node's hub stand-in serves the model."""
+    token = Path(args.token_file).read_text().strip() if args.token_file else None
+    endpoint, info = hub_server.serve_hub(
+        args.node, args.repo, total_bytes=hf_model.parse_size(args.size), shards=args.shards, store=STATE / "models", port=args.port, token=token
+    )
+    print(f"{endpoint} {info.commit}")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("image", "up", "down", "prepare", "release", "status", "seed-model"))
+    parser.add_argument("command", choices=("image", "up", "down", "prepare", "release", "status", "seed-model", "serve-hub"))
     parser.add_argument("--nodes", type=int, default=int(os.environ.get("SPARK_LAB_NODES", "2")), help="head + workers (default 2)")
     model = parser.add_argument_group("seed-model")
     model.add_argument("--node", default=topology(2).head.name, help="the node whose cache gets the model (default %(default)s)")
@@ -130,6 +144,9 @@ def main(argv: list[str]) -> int:
     model.add_argument("--seed", type=int, default=0, help="seed of the random weights (default %(default)s)")
     model.add_argument("--dtype", choices=hf_model.DTYPES, default="BF16", help="weight dtype (default %(default)s)")
     model.add_argument("--no-store", action="store_true", help="build in a temporary folder instead of reusing .lab/models/")
+    hub = parser.add_argument_group("serve-hub (with --node, --repo, --size, --shards)")
+    hub.add_argument("--port", type=int, default=8081, help="the stand-in's port on the node's 127.0.0.1 (default %(default)s)")
+    hub.add_argument("--token-file", help="a file on this machine holding the token that gates the repo (default: not gated)")
     args = parser.parse_args(argv)
     try:
         if args.command == "image":
@@ -146,6 +163,8 @@ def main(argv: list[str]) -> int:
             networks_down()
         elif args.command == "seed-model":
             seed_model(args)
+        elif args.command == "serve-hub":
+            serve_hub(args)
         else:
             status(topology(2).name)
     except (LabError, ValueError) as exc:

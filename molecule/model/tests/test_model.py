@@ -34,10 +34,7 @@ def run_site(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def recap(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
-    return {
-        host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
-        for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", run.stdout, re.MULTILINE)
-    }
+    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)} for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", run.stdout, re.MULTILINE)}
 
 
 def snapshot(name: str) -> tuple[str, str, str]:
@@ -130,3 +127,75 @@ def test_interrupted_transfer_resumes_on_the_next_run() -> None:
 @pytest.mark.parametrize("worker", WORKERS)
 def test_worker_has_no_route_out(worker: str) -> None:
     assert node(worker).run("getent hosts huggingface.co && timeout 3 bash -c '</dev/tcp/huggingface.co/443'").rc != 0
+
+
+# --- the download path: `hf download` on the head from the Hub (a stand-in on the head's 127.0.0.1), gated ----------
+
+GATED = "sparkops-lab/tiny-gated"
+GATED_DIR = "/var/lib/sparkops/huggingface/hub/models--sparkops-lab--tiny-gated"
+HUB_LOG = "/var/log/lab-hf-hub.log"
+
+
+def download_run(token: str, tmp_path: t.Any, *extra: str) -> subprocess.CompletedProcess[str]:
+    """site.yml --tags model for the gated model, the token given the way a user would (a vars file, e.g. a vault)."""
+    token_vars = tmp_path / "token.yml"
+    token_vars.write_text(f"model_sync_hf_token: {token}\n")
+    token_vars.chmod(0o600)
+    return run_site("-e", f"sparkops_model_repo={GATED}", "-e", "model_sync_hf_endpoint=http://127.0.0.1:8081", "-e", f"@{token_vars}", *extra)
+
+
+def hub_token() -> str:
+    with open(os.environ["MODEL_LAB_HUB_TOKEN_FILE"]) as f:
+        return f.read().strip()
+
+
+def hub_requests() -> list[str]:
+    return node(HEAD).check_output(f"cat {HUB_LOG}").splitlines()
+
+
+def test_a_refused_token_fails_naming_the_repo_and_leaves_nothing_half_done(tmp_path: t.Any) -> None:
+    run = download_run("not-the-token", tmp_path)
+    assert run.returncode != 0
+    out = run.stdout + run.stderr
+    assert "not-the-token" not in out
+    assert re.search(rf"{HEAD}.*(403|[Gg]ated|approval)", out, re.DOTALL), out[-3000:]
+    assert GATED in out
+    head = node(HEAD)
+    assert head.run(f"ls {GATED_DIR}/snapshots/*/*.safetensors").rc != 0  # no weights came
+    for worker in WORKERS:
+        assert not node(worker).file(GATED_DIR).exists, worker
+
+
+def test_download_on_the_head_with_the_token_then_distribution(tmp_path: t.Any) -> None:
+    token = hub_token()
+    before = len(hub_requests())
+    run = download_run(token, tmp_path, "-vvv")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    # The token is in no output, even at -vvv, nor in any command line Ansible ran, nor in the Hub's log.
+    assert token not in run.stdout + run.stderr
+    requests = hub_requests()[before:]
+    assert token not in "\n".join(hub_requests())
+    files = [line for line in requests if "/resolve/" in line and line.split()[1] == "GET"]
+    assert files and all("auth=yes" in line for line in files), requests
+    head = node(HEAD)
+    assert head.file("/etc/sparkops/model-sync/hf_token").mode == 0o600
+    assert head.file("/etc/sparkops/model-sync/hf_token").content_string.strip() == token
+    # Downloaded once on the head, pushed to the workers, the same everywhere.
+    listing = f"cd {GATED_DIR} && cat refs/main && find snapshots -type l | sort && sha256sum blobs/*"
+    snapshots = {name: node(name).check_output(listing) for name in [HEAD, *WORKERS]}
+    assert len(set(snapshots.values())) == 1, snapshots
+    assert "safetensors" in snapshots[HEAD]
+
+
+def test_a_rerun_downloads_nothing_and_removes_a_partial_a_killed_download_left(tmp_path: t.Any) -> None:
+    head = node(HEAD)
+    before = len(hub_requests())
+    etag = head.check_output(f"ls {GATED_DIR}/blobs | head -1")
+    head.check_output(f"printf partial > {GATED_DIR}/blobs/{etag}.0a1b2c3d.incomplete")
+    token = hub_token()
+    run = download_run(token, tmp_path)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert not head.file(f"{GATED_DIR}/blobs/{etag}.0a1b2c3d.incomplete").exists
+    assert recap(run)[HEAD]["changed"] == 1, recap(run)  # the removal, nothing downloaded
+    assert all(recap(run)[worker]["changed"] == 0 for worker in WORKERS), recap(run)
+    assert hub_requests()[before:] == []  # not even a metadata request: the quick check found the snapshot complete

@@ -345,15 +345,28 @@ def test_interrupted_download_of_a_shard(tmp_path: Path) -> None:
     assert report.problems[-1] == f"a partial download is left in blobs/{etag}.1a2b3c4d.incomplete"
 
 
-def test_incomplete_blob_of_a_present_file(tmp_path: Path) -> None:
-    """A re-download of a file of the snapshot is in progress (or was interrupted): blobs/<etag>.incomplete."""
+def test_incomplete_blob_next_to_its_whole_blob_is_stale(tmp_path: Path) -> None:
+    """A killed attempt left blobs/<etag>.<id>.incomplete, and a later one put the whole blob in place (huggingface_hub
+    renames a blob into place only when whole): the snapshot is complete, the partial is named for deletion."""
     cache = build_cache(tmp_path)
     etag = cache.etags[SHARD_1]
-    (cache.repo_dir / "blobs" / f"{etag}.incomplete").write_bytes(b"x")
+    (cache.repo_dir / "blobs" / f"{etag}.0a1b2c3d.incomplete").write_bytes(b"x")
+    report = check(cache)
+    assert report.complete is True, report.problems
+    assert report.incomplete_files == report.stale_partials == [f"blobs/{etag}.0a1b2c3d.incomplete"]
+    assert report.warnings == [f"blobs/{etag}.0a1b2c3d.incomplete: left by an interrupted download of {SHARD_1}, which is there whole; it can be deleted"]
+
+
+def test_incomplete_blob_of_a_file_whose_blob_is_broken(tmp_path: Path) -> None:
+    """The snapshot's symlink names a blob that is not there whole (here: missing) while its partial is there."""
+    cache = build_cache(tmp_path)
+    etag = cache.etags[SHARD_1]
+    blob = cache.repo_dir / "blobs" / etag
+    blob.rename(blob.with_name(f"{etag}.incomplete"))
     report = check(cache)
     assert report.complete is False
-    assert report.missing == [] and report.corrupt == []
-    assert report.problems == [f"{SHARD_1}: its download is not finished (blobs/{etag}.incomplete is there)"]
+    assert report.stale_partials == []
+    assert f"{SHARD_1}: its download is not finished (blobs/{etag}.incomplete is there)" in report.problems
 
 
 def test_incomplete_blob_of_another_revision_only_warns(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distr
     head_blobs,
     listing_argv,
     make_links,
+    node_name,
     parse_listing,
     run_command,
 )
@@ -313,8 +314,8 @@ class Interrupting(LocalTransport):
         super().__init__(roots)
         self.blob = blob
 
-    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
-        argv = super().rsync_argv(source, target, options, paths, dest)
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str, stream: int | None = None) -> list[str]:
+        argv = super().rsync_argv(source, target, options, paths, dest, stream)
         if paths[0].endswith(self.blob):
             return ["timeout", "-s", "TERM", "0.4", argv[0], "--bwlimit=500", *argv[1:]]
         return argv
@@ -412,8 +413,8 @@ class Slow(LocalTransport):
 
     delay = 0.1
 
-    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str) -> list[str]:
-        argv = super().rsync_argv(source, target, options, paths, dest)
+    def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str, stream: int | None = None) -> list[str]:
+        argv = super().rsync_argv(source, target, options, paths, dest, stream)
         return ["sh", "-c", 'sleep "$0" && exec "$@"', str(self.delay), *argv] if PARTIAL_DIR in " ".join(options) else argv
 
 
@@ -575,3 +576,108 @@ def test_rsync_splits_the_ssh_command_as_shlex_quoted_it(tmp_path: Path) -> None
     args = record.read_text().splitlines()
     assert args[:17] == [*SSH[1:3], "-i", "/etc/spark ops/it's key", *SSH[5:], "-l", "root", "10.0.0.2"]
     assert args[17:19] == ["rsync", "--server"] and args[-1] == "/srv/hf\\ hub/blobs/"  # rsync escapes the remote path itself
+
+
+# --- ssh connection sharing (a master per stream) ---------------------------------------------------------------
+
+CONTROL = "/etc/sparkops/ssh"
+MUX = ["-o", "ControlMaster=no", "-o", f"ControlPath={CONTROL}/mux-%C-1"]
+
+
+def test_a_stream_uses_its_master_and_no_stream_none() -> None:
+    transport = ssh_transport(control_dir=CONTROL)
+    assert transport.ssh_command() == SSH
+    assert transport.ssh_command(1) == [*SSH[:9], *MUX, *SSH[9:]]
+    assert transport.run_argv("10.0.0.2", ["true"], 1) == [*SSH[:9], *MUX, *SSH[9:], "root@10.0.0.2", "true"]
+    relayed = transport.rsync_argv("10.0.0.2", "10.0.0.3", BLOB_OPTIONS, [f"{BLOBS}/abc"], f"{BLOBS}/", 1)
+    # The relay's ssh (inside the command) and the head's ssh to the relay both use stream 1's master.
+    assert relayed[:15] == [*SSH[:9], *MUX, *SSH[9:]][:15]
+    assert f"-o ControlMaster=no -o ControlPath={CONTROL}/mux-%C-1 -o" in relayed[-1]
+    # Without a control dir a stream changes nothing.
+    assert ssh_transport().ssh_command(1) == SSH
+
+
+def test_masters_start_once_per_hop_and_stream_detached() -> None:
+    transport = ssh_transport(control_dir=CONTROL, control_persist=45)
+    path = ["-o", f"ControlPath={CONTROL}/mux-%C-0"]
+
+    def master(target: str) -> str:
+        """Keep a live master, else start one (ControlMaster=auto clears a dead one's socket), stdio closed."""
+        check = shlex.join([*SSH, *path, "-O", "check", f"root@{target}"])
+        alive = ["-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4"]
+        start = shlex.join([*SSH, *path, "-o", "ControlMaster=auto", "-o", "ControlPersist=45", *alive, "-N", "-f", f"root@{target}"])
+        return f"{{ {check} || exec {start}; }} </dev/null >/dev/null 2>&1"
+
+    head_link = transport.stream_setup(None, "10.0.0.2", 0)
+    assert head_link == [["sh", "-c", master("10.0.0.2")]]
+    assert transport.stream_setup(None, "10.0.0.2", 0) == []  # started already
+    # A relay's stream: the head's master to the relay exists (the head link's), so only the relay's own, run there.
+    relay = transport.stream_setup("10.0.0.2", "10.0.0.3", 0)
+    assert relay == [transport.run_argv("10.0.0.2", ["sh", "-c", master("10.0.0.3")], 0)]
+    # The next relay's stream 0 needs the head's master to its source first.
+    second = transport.stream_setup("10.0.0.3", "10.0.0.4", 0)
+    assert second == [["sh", "-c", master("10.0.0.3")], transport.run_argv("10.0.0.3", ["sh", "-c", master("10.0.0.4")], 0)]
+    # Teardown: the relays' masters (reached through the head's) at once, then the head's at once; then nothing.
+    relays, heads = transport.teardown()
+
+    def exit_of(source: str | None, target: str) -> list[str]:
+        ssh = [*SSH[:9], "-o", "ControlMaster=no", "-o", f"ControlPath={CONTROL}/mux-%C-0", *SSH[9:]]
+        command = ["sh", "-c", f"{shlex.join([*ssh, '-O', 'exit', f'root@{target}'])} </dev/null >/dev/null 2>&1"]
+        return command if source is None else transport.run_argv(source, command, 0)
+
+    assert relays == [exit_of("10.0.0.2", "10.0.0.3"), exit_of("10.0.0.3", "10.0.0.4")]
+    assert heads == [exit_of(None, "10.0.0.2"), exit_of(None, "10.0.0.3")]
+    assert transport.teardown() == []
+    assert ssh_transport().stream_setup(None, "10.0.0.2", 0) == []
+
+
+def test_a_control_dir_too_long_for_a_socket_is_refused() -> None:
+    with pytest.raises(DistributeError, match="control_dir '/x+' is too long for an ssh control socket path"):
+        SshTransport(control_dir="/" + "x" * 70)
+
+
+class Muxing(LocalTransport):
+    """Records the setup and teardown the pipeline asks for; each setup command is a real (harmless) command."""
+
+    def __init__(self, roots: t.Mapping[Node, str]) -> None:
+        super().__init__(roots)
+        self.setups: list[tuple[Node, str, int]] = []
+        self.torn_down = 0
+
+    def stream_setup(self, source: Node, target: str, stream: int) -> list[list[str]]:
+        self.setups.append((source, target, stream))
+        return [["true", f"setup {node_name(source)} {target} {stream}"]]
+
+    def teardown(self) -> list[list[list[str]]]:
+        self.torn_down += 1
+        return [[["true", "teardown"]]]
+
+
+def test_each_stream_is_set_up_before_its_first_file_and_torn_down_at_the_end(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:2], sizes=(4000, 3000, 2000, 1000))
+    transport = Muxing(cluster.transport.roots)
+    recorder = Recorder()
+    run(cluster, transport=transport, runner=recorder, streams=2)
+    assert sorted(transport.setups, key=str) == sorted(
+        [(None, TARGETS[0], 0), (None, TARGETS[0], 1), (TARGETS[0], TARGETS[1], 0), (TARGETS[0], TARGETS[1], 1)], key=str
+    )
+    assert transport.torn_down == 1
+    commands = [" ".join(argv) for argv in recorder.commands]
+    assert commands.count("true teardown") == 1
+    # The teardown comes after the last blob and the metadata (which uses stream 0's connection).
+    last_blob = max(i for i, c in enumerate(commands) if PARTIAL_DIR in c)
+    assert last_blob < max(i for i, c in enumerate(commands) if "--itemize-changes" in c) < commands.index("true teardown")
+    # The first setup comes before the first file of its link.
+    for source, target in [(None, TARGETS[0]), (TARGETS[0], TARGETS[1])]:
+        setups = [commands.index(f"true setup {node_name(source)} {target} {stream}") for stream in (0, 1)]
+        first = min(i for i, argv in enumerate(recorder.commands) if PARTIAL_DIR in " ".join(argv) and argv[-1].startswith(cluster.transport.path(target, "/")))
+        assert min(setups) < first
+    assert_converged(cluster, TARGETS[:2])
+
+
+def test_teardown_runs_after_a_failure_too(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:1])
+    transport = Muxing(cluster.transport.roots)
+    with pytest.raises(DistributeError):
+        run(cluster, transport=transport, runner=Recorder(fail={cluster.sizes()[0][0]: 9}), retries=0)
+    assert transport.torn_down == 1

@@ -59,7 +59,9 @@ def test_sends_the_model_and_a_rerun_changes_nothing(tmp_path: Path, capsys: pyt
     args = {"repo_dir": REPO, "targets": TARGETS, "ssh_key": "/etc/sparkops/ssh/id_ed25519", "ssh_known_hosts": "/etc/sparkops/ssh/known_hosts"}
     result, ssh = run_module(args, tmp_path, capsys)
     assert not result.get("failed"), result
-    ssh.assert_called_once_with(user="root", key="/etc/sparkops/ssh/id_ed25519", known_hosts="/etc/sparkops/ssh/known_hosts", port=22, rsync="rsync")
+    ssh.assert_called_once_with(
+        user="root", key="/etc/sparkops/ssh/id_ed25519", known_hosts="/etc/sparkops/ssh/known_hosts", port=22, rsync="rsync", control_dir="/etc/sparkops/ssh"
+    )
     assert result["changed"] is True
     assert result["topology"] == "chain" and result["streams"] == 4
     assert len(result["transferred"]) == 8
@@ -98,7 +100,34 @@ def test_options_reach_the_transport(tmp_path: Path, capsys: pytest.CaptureFixtu
     args = {"repo_dir": REPO, "targets": TARGETS[:1], "ssh_user": "spark", "ssh_port": 2222, "rsync": "/usr/local/bin/rsync", "_ansible_check_mode": True}
     result, ssh = run_module(args, tmp_path, capsys)
     assert not result.get("failed"), result
-    ssh.assert_called_once_with(user="spark", key=None, known_hosts=None, port=2222, rsync="/usr/local/bin/rsync")
+    ssh.assert_called_once_with(user="spark", key=None, known_hosts=None, port=2222, rsync="/usr/local/bin/rsync", control_dir=None)
+
+
+@pytest.mark.parametrize(
+    ("extra", "control_dir"),
+    [
+        ({"ssh_key": "/etc/sparkops/model-sync/id_ed25519"}, "/etc/sparkops/model-sync"),
+        ({"ssh_key": "/etc/sparkops/model-sync/id_ed25519", "ssh_control_dir": "/run/sparkops"}, "/run/sparkops"),
+        ({"ssh_control_dir": "/run/sparkops"}, "/run/sparkops"),
+        ({"ssh_key": "/etc/sparkops/model-sync/id_ed25519", "ssh_multiplex": False}, None),
+    ],
+)
+def test_connection_sharing_follows_the_key_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: dict[str, t.Any], control_dir: str | None
+) -> None:
+    build_head(tmp_path)
+    result, ssh = run_module({"repo_dir": REPO, "targets": TARGETS[:1], "_ansible_check_mode": True, **extra}, tmp_path, capsys)
+    assert not result.get("failed"), result
+    assert ssh.call_args.kwargs["control_dir"] == control_dir
+
+
+def test_a_control_dir_too_long_fails_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    build_head(tmp_path)
+    long_dir = "/run/" + "d" * 80
+    with patch_module_args({"repo_dir": REPO, "targets": TARGETS[:1], "ssh_control_dir": long_dir}), pytest.raises(SystemExit):
+        snapshot_distribute.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result["failed"] is True and long_dir in result["msg"] and "too long" in result["msg"]
 
 
 def test_a_failure_returns_what_was_sent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
