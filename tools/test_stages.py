@@ -42,7 +42,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
     Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
-    Stage("molecule-ray", ("molecule", "test", "-s", "ray"), "molecule-ray.xml"),
+    Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
 )
 
 

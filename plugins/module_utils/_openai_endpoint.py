@@ -1,0 +1,516 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Wait until an OpenAI-compatible endpoint (vLLM) serves a model and answers a chat completion.
+
+Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+
+One attempt (:func:`check_once`) is three requests, each recorded as a step:
+
+* ``GET /health``: informational. vLLM answers 200 with an empty body when healthy and 503 when its engine is
+  dead; a server without it answers 404, which is fine. A connection failure here (refused, unreachable) ends the
+  attempt, since the other requests go to the same place.
+* ``GET /v1/models`` (with the API key): must answer 200 and list the model in ``data[].id``.
+* with the smoke test, ``POST /v1/chat/completions`` (with the API key): must answer 200 with
+  ``usage.completion_tokens`` > 0. A reasoning model may answer with ``message.content`` null and the text in
+  ``message.reasoning`` (or the older ``message.reasoning_content``); that is a healthy answer. Without the smoke
+  test, a ``/health`` answering 5xx keeps the endpoint not ready, since nothing else shows the engine works.
+
+:func:`wait_ready` repeats attempts until one is ready or the time is up, sleeping ``interval`` between them but
+never past the deadline, and limiting each request to the time left. The HTTP client (:data:`Opener`), the clock
+and the sleep are injectable; :func:`ansible_opener` is the real one, on ``ansible.module_utils.urls``.
+"""
+
+from __future__ import annotations
+
+import errno
+import http.client
+import json
+import socket
+import ssl
+import time
+import typing as t
+import urllib.error
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
+from ansible.module_utils.urls import Request, make_context
+
+DEFAULT_PROMPT = "Say hello."
+DEFAULT_MAX_TOKENS = 32
+DEFAULT_REQUEST_TIMEOUT = 30.0
+USER_AGENT = "sparkops.inference.openai_endpoint"
+BODY_EXCERPT = 300
+MAX_LISTED_MODELS = 20
+REDACTED = "********"
+
+# The machine words of RV(state).
+READY = "ready"
+REFUSED = "refused"
+UNREACHABLE = "unreachable"
+TIMEOUT = "timeout"
+LOADING = "loading"
+HTTP_ERROR = "http_error"
+BAD_RESPONSE = "bad_response"
+UNAUTHORIZED = "unauthorized"
+MODEL_MISSING = "model_missing"
+COMPLETION_FAILED = "completion_failed"
+NO_TOKENS = "no_tokens"
+STATES = (READY, REFUSED, UNREACHABLE, TIMEOUT, LOADING, HTTP_ERROR, BAD_RESPONSE, UNAUTHORIZED, MODEL_MISSING, COMPLETION_FAILED, NO_TOKENS)
+
+# How a request can fail without an HTTP answer (HttpResponse.failure).
+FAIL_REFUSED = "refused"
+FAIL_UNREACHABLE = "unreachable"
+FAIL_TIMEOUT = "timeout"
+
+STEPS = ("health", "models", "completion")
+NOT_TRIED = "not tried"
+
+
+class EndpointError(ValueError):
+    """The arguments cannot describe an endpoint (a bad URL); the message says why."""
+
+
+def format_seconds(value: float) -> str:
+    """``900`` for 900.0, ``0.5`` for 0.5, ``2.3`` for 2.345."""
+    rounded = round(float(value), 1)
+    return str(int(rounded)) if rounded == int(rounded) else str(rounded)
+
+
+def normalise_url(url: str) -> str:
+    """The base URL of the server: surrounding spaces, trailing slashes and a trailing ``/v1`` removed.
+
+    ``http://h:8000/``, ``http://h:8000/v1`` and ``http://h:8000/v1/`` all give ``http://h:8000``.
+    Raises :class:`EndpointError` unless it is an ``http`` or ``https`` URL with a host.
+    """
+    base = url.strip().rstrip("/")
+    if base.endswith("/v1"):
+        base = base[: -len("/v1")].rstrip("/")
+    try:
+        parts = urlsplit(base)
+        port_ok = parts.port is None or parts.port > 0  # .port raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise EndpointError(f"url {url!r} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise EndpointError(f"url {url!r} is not an http:// or https:// URL with a host, such as 'http://192.168.200.11:8000'")
+    if parts.query or parts.fragment:
+        raise EndpointError(f"url {url!r} must not have a query or a fragment")
+    return base
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    method: str
+    url: str
+    headers: t.Mapping[str, str]
+    body: bytes | None
+    timeout: float
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    """What a request got: an HTTP status and body, or, with ``status`` None, a ``failure`` and its ``detail``."""
+
+    status: int | None = None
+    body: bytes = b""
+    failure: str | None = None
+    detail: str = ""
+
+
+Opener = t.Callable[[HttpRequest], HttpResponse]
+
+
+def _reason_text(reason: object) -> str:
+    if isinstance(reason, OSError) and reason.strerror:
+        return str(reason.strerror)
+    return str(reason) or type(reason).__name__
+
+
+def describe_failure(exc: BaseException, timeout: float) -> HttpResponse:
+    """Turn an exception of a request without an HTTP answer into an :class:`HttpResponse` with a failure."""
+    reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    timed_out = f"timed out after {format_seconds(timeout)} s"
+    # socket.timeout is TimeoutError only from Python 3.10 on; modules also run on older Pythons.
+    if isinstance(reason, (socket.timeout, TimeoutError)):  # noqa: UP041
+        return HttpResponse(failure=FAIL_TIMEOUT, detail=timed_out)
+    if isinstance(reason, ConnectionRefusedError) or (isinstance(reason, OSError) and reason.errno == errno.ECONNREFUSED):
+        return HttpResponse(failure=FAIL_REFUSED, detail="connection refused")
+    if isinstance(reason, socket.gaierror):
+        return HttpResponse(failure=FAIL_UNREACHABLE, detail=f"cannot resolve the host name: {_reason_text(reason)}")
+    if isinstance(reason, http.client.RemoteDisconnected):
+        return HttpResponse(failure=FAIL_UNREACHABLE, detail="the server closed the connection without answering")
+    if isinstance(reason, ssl.SSLError):
+        return HttpResponse(failure=FAIL_UNREACHABLE, detail=f"TLS error: {_reason_text(reason)}"[:BODY_EXCERPT])
+    if isinstance(reason, str) and "timed out" in reason:
+        return HttpResponse(failure=FAIL_TIMEOUT, detail=timed_out)
+    if isinstance(exc, UrlsConnectionError):
+        return HttpResponse(failure=FAIL_UNREACHABLE, detail=str(exc)[:BODY_EXCERPT])
+    return HttpResponse(failure=FAIL_UNREACHABLE, detail=_reason_text(reason)[:BODY_EXCERPT])
+
+
+def ansible_opener(validate_certs: bool = True, use_proxy: bool = True) -> Opener:
+    """The real HTTP client: ``ansible.module_utils.urls.Request``, every failure turned into an :class:`HttpResponse`.
+
+    ``~/.netrc`` is not read (it would replace the bearer token) and the ``Authorization`` header is not sent on to
+    a redirect's target. The TLS context is made once: ``open_url`` would make one, loading the system's CA
+    certificates (tens of milliseconds), for every request, even a plain ``http://`` one.
+    """
+    client = Request(
+        validate_certs=validate_certs,
+        use_proxy=use_proxy,
+        http_agent=USER_AGENT,
+        use_netrc=False,
+        unredirected_headers=["Authorization"],
+        context=make_context(validate_certs=validate_certs),
+    )
+
+    def opener(request: HttpRequest) -> HttpResponse:
+        try:
+            response = client.open(request.method, request.url, data=request.body, headers=dict(request.headers), timeout=request.timeout)
+            try:
+                return HttpResponse(status=int(response.getcode()), body=response.read())
+            finally:
+                response.close()
+        except urllib.error.HTTPError as exc:
+            try:
+                body = exc.read() or b""
+            except Exception:  # the body is only for the message; the status is what counts
+                body = b""
+            finally:
+                exc.close()
+            return HttpResponse(status=int(exc.code), body=body)
+        except (urllib.error.URLError, UrlsConnectionError, http.client.HTTPException, OSError) as exc:
+            return describe_failure(exc, request.timeout)
+
+    return opener
+
+
+@dataclass
+class EndpointConfig:
+    """What to ask and what counts as ready. ``url`` is a base URL as :func:`normalise_url` returns it."""
+
+    url: str
+    model: str
+    api_key: str | None = None
+    smoke_test: bool = True
+    prompt: str = DEFAULT_PROMPT
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    chat_template_kwargs: dict[str, t.Any] | None = None
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key, should a server echo it, replaced by ``********``."""
+        return text.replace(self.api_key, REDACTED) if self.api_key else text
+
+    def headers(self, *, json_body: bool = False) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if json_body:
+            headers["Content-Type"] = "application/json"
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def completion_request(self) -> dict[str, t.Any]:
+        payload: dict[str, t.Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": self.prompt}],
+            "max_tokens": self.max_tokens,
+            "stream": False,
+        }
+        if self.chat_template_kwargs:
+            payload["chat_template_kwargs"] = dict(self.chat_template_kwargs)
+        return payload
+
+
+@dataclass
+class Probe:
+    """The outcome of one attempt. ``steps`` holds each request's outcome in words, ``state`` the attempt's verdict.
+
+    ``cut_short`` is true when the deadline kept a request from being made or made it time out sooner than
+    ``request_timeout``: such an attempt says little, and :func:`wait_ready` reports the previous one instead.
+    """
+
+    state: str
+    steps: dict[str, str] = field(default_factory=lambda: dict.fromkeys(STEPS, NOT_TRIED))
+    health_status: int | None = None
+    models: list[str] = field(default_factory=list)
+    content: str | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    usage: dict[str, t.Any] = field(default_factory=dict)
+    hint: str | None = None
+    cut_short: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.state == READY
+
+
+def excerpt(body: bytes, limit: int = BODY_EXCERPT) -> str:
+    """The start of a body as one line: whitespace runs made single spaces, at most ``limit`` characters."""
+    return " ".join(body.decode("utf-8", errors="replace").split())[:limit]
+
+
+def http_text(response: HttpResponse, config: EndpointConfig) -> str:
+    """``HTTP 503`` or ``HTTP 500: <the start of the body>``, the API key redacted."""
+    text = excerpt(response.body)
+    return config.redact(f"HTTP {response.status}: {text}" if text else f"HTTP {response.status}")
+
+
+def _json(body: bytes) -> t.Any:
+    try:
+        return json.loads(body.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+
+
+def _list_names(names: t.Sequence[str]) -> str:
+    if not names:
+        return "no model"
+    listed = ", ".join(names[:MAX_LISTED_MODELS])
+    more = f" and {len(names) - MAX_LISTED_MODELS} more" if len(names) > MAX_LISTED_MODELS else ""
+    return listed + more
+
+
+def _host_port(url: str) -> str:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.hostname}:{port}"
+
+
+def _unauthorized_hint(config: EndpointConfig, status: int | None, path: str) -> str:
+    if config.api_key:
+        return f"the API key was refused (HTTP {status} from {path}); check api_key against the server's --api-key"
+    return f"the API key is missing: {path} answers HTTP {status} and no api_key was given"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_once(
+    config: EndpointConfig,
+    opener: Opener,
+    deadline: float | None = None,
+    clock: t.Callable[[], float] = time.monotonic,
+) -> Probe:
+    """Make one attempt: ``/health``, ``/v1/models``, then (with the smoke test) a chat completion.
+
+    Each request waits at most ``config.request_timeout`` seconds, and no longer than until ``deadline`` (a time
+    of ``clock``) when one is given; a request with no time left is not made.
+    """
+    probe = Probe(state=READY)
+
+    def send(method: str, path: str, headers: dict[str, str], body: bytes | None = None) -> HttpResponse | None:
+        budget = config.request_timeout
+        if deadline is not None:
+            budget = min(budget, deadline - clock())
+            if budget <= 0:
+                probe.cut_short = True
+                return None
+        response = opener(HttpRequest(method, config.url + path, headers, body, budget))
+        if response.failure == FAIL_TIMEOUT and budget < config.request_timeout:
+            probe.cut_short = True
+        return response
+
+    def no_time(step: str) -> Probe:
+        probe.steps[step] = f"{NOT_TRIED} (the time ran out)"
+        probe.state = TIMEOUT
+        return probe
+
+    # GET /health: informational.
+    health = send("GET", "/health", {"Accept": "application/json"})
+    if health is None:
+        return no_time("health")
+    probe.health_status = health.status
+    if health.status is None:
+        probe.steps["health"] = health.detail
+        if health.failure in (FAIL_REFUSED, FAIL_UNREACHABLE):
+            probe.state = REFUSED if health.failure == FAIL_REFUSED else UNREACHABLE
+            if health.failure == FAIL_REFUSED:
+                probe.hint = f"nothing listens on {_host_port(config.url)} (vLLM opens its port only once the model is loaded)"
+            return probe
+    elif 200 <= health.status < 300:
+        probe.steps["health"] = f"HTTP {health.status}"
+    elif health.status == 404:
+        probe.steps["health"] = "HTTP 404 (no /health; ignored)"
+    else:
+        probe.steps["health"] = http_text(health, config)
+
+    # GET /v1/models: must list the model.
+    models = send("GET", "/v1/models", config.headers())
+    if models is None:
+        return no_time("models")
+    if models.status is None:
+        probe.steps["models"] = models.detail
+        probe.state = {FAIL_REFUSED: REFUSED, FAIL_TIMEOUT: TIMEOUT}.get(models.failure or "", UNREACHABLE)
+        return probe
+    if models.status in (401, 403):
+        probe.steps["models"] = http_text(models, config)
+        probe.state = UNAUTHORIZED
+        probe.hint = _unauthorized_hint(config, models.status, "/v1/models")
+        return probe
+    if models.status == 503:
+        probe.steps["models"] = http_text(models, config)
+        probe.state = LOADING
+        probe.hint = "/v1/models answers HTTP 503: the server is still loading"
+        return probe
+    if not 200 <= models.status < 300:
+        probe.steps["models"] = http_text(models, config)
+        probe.state = HTTP_ERROR
+        return probe
+    data = _json(models.body)
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        probe.steps["models"] = config.redact(f"HTTP {models.status} but not a model list: {excerpt(models.body) or '(empty)'}")
+        probe.state = BAD_RESPONSE
+        probe.hint = f"{config.url} does not look like an OpenAI-compatible endpoint"
+        return probe
+    probe.models = [str(entry["id"]) for entry in entries if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
+    if config.model not in probe.models:
+        probe.steps["models"] = f"lists {_list_names(probe.models)}, not {config.model}"
+        probe.state = MODEL_MISSING
+        probe.hint = f"the server does not serve the model {config.model!r}; it serves: {_list_names(probe.models)}"
+        return probe
+    probe.steps["models"] = f"lists {_list_names(probe.models)}"
+
+    if not config.smoke_test:
+        probe.steps["completion"] = f"{NOT_TRIED} (smoke_test is false)"
+        if health.status is not None and health.status >= 500:
+            probe.state = LOADING
+            probe.hint = f"/health answers HTTP {health.status} (still loading, or on vLLM a dead engine)"
+        return probe
+
+    # POST /v1/chat/completions: must generate tokens.
+    body = json.dumps(config.completion_request()).encode("utf-8")
+    completion = send("POST", "/v1/chat/completions", config.headers(json_body=True), body)
+    if completion is None:
+        return no_time("completion")
+    health_answers = health.status is not None and 200 <= health.status < 300
+    failing = "/health answers but completions fail: the engine looks wedged" if health_answers else "/v1/models lists the model but completions fail"
+    if completion.status is None:
+        probe.steps["completion"] = completion.detail
+        if completion.failure == FAIL_TIMEOUT:
+            probe.state = COMPLETION_FAILED
+            probe.hint = failing
+        else:
+            probe.state = REFUSED if completion.failure == FAIL_REFUSED else UNREACHABLE
+        return probe
+    if completion.status in (401, 403):
+        probe.steps["completion"] = http_text(completion, config)
+        probe.state = UNAUTHORIZED
+        probe.hint = _unauthorized_hint(config, completion.status, "/v1/chat/completions")
+        return probe
+    if not 200 <= completion.status < 300:
+        probe.steps["completion"] = http_text(completion, config)
+        probe.state = COMPLETION_FAILED
+        probe.hint = failing
+        return probe
+    answer = _json(completion.body)
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(answer, dict) or not isinstance(choice, dict) or not isinstance(message, dict):
+        probe.steps["completion"] = config.redact(f"HTTP {completion.status} but no choice with a message: {excerpt(completion.body) or '(empty)'}")
+        probe.state = COMPLETION_FAILED
+        probe.hint = failing
+        return probe
+    content = message.get("content")
+    reasoning = message.get("reasoning") or message.get("reasoning_content")
+    finish_reason = choice.get("finish_reason")
+    usage = answer.get("usage")
+    probe.content = content if isinstance(content, str) else None
+    probe.reasoning = reasoning if isinstance(reasoning, str) else None
+    probe.finish_reason = finish_reason if isinstance(finish_reason, str) else None
+    probe.usage = dict(usage) if isinstance(usage, dict) else {}
+    tokens = probe.usage.get("completion_tokens")
+    if not _is_int(tokens) or t.cast(int, tokens) <= 0:
+        probe.steps["completion"] = f"HTTP {completion.status} but no completion tokens (usage.completion_tokens: {json.dumps(tokens)})"
+        probe.state = NO_TOKENS
+        probe.hint = "the completion answered but generated no tokens"
+        return probe
+    probe.steps["completion"] = f"HTTP {completion.status}: {tokens} tokens, finish_reason {probe.finish_reason}"
+    return probe
+
+
+@dataclass
+class WaitOutcome:
+    """The outcome of :func:`wait_ready`: the reported attempt, how many were made and how long it took."""
+
+    config: EndpointConfig
+    probe: Probe
+    attempts: int
+    elapsed: float
+    timeout: float
+
+    @property
+    def ready(self) -> bool:
+        return self.probe.ready
+
+    def message(self) -> str:
+        """``<url> not ready after <N> s (<n> attempts): health: ...; models: ...; completion: ...[. <hint>]``, or the success."""
+        attempts = f"{self.attempts} attempt{'s' if self.attempts != 1 else ''}"
+        if self.ready:
+            return f"{self.config.url} serves {self.config.model} (ready after {format_seconds(self.elapsed)} s, {attempts})"
+        steps = "; ".join(f"{step}: {self.probe.steps[step]}" for step in STEPS)
+        message = f"{self.config.url} not ready after {format_seconds(self.timeout)} s ({attempts}): {steps}"
+        if self.probe.hint:
+            message += f". {self.probe.hint}"
+        return self.config.redact(message)
+
+    def as_dict(self) -> dict[str, t.Any]:
+        probe = self.probe
+        return {
+            "ready": probe.ready,
+            "state": probe.state,
+            "url": self.config.url,
+            "model": self.config.model,
+            "elapsed": round(self.elapsed, 3),
+            "attempts": self.attempts,
+            "health_status": probe.health_status,
+            "models": list(probe.models),
+            "steps": {step: self.config.redact(probe.steps[step]) for step in STEPS},
+            "content": probe.content,
+            "reasoning": probe.reasoning,
+            "finish_reason": probe.finish_reason,
+            "usage": dict(probe.usage),
+        }
+
+
+def wait_ready(
+    config: EndpointConfig,
+    timeout: float,
+    interval: float,
+    opener: Opener,
+    clock: t.Callable[[], float] | None = None,
+    sleep: t.Callable[[float], t.Any] | None = None,
+) -> WaitOutcome:
+    """Make attempts until one is ready or ``timeout`` seconds have passed; the first one is made at once.
+
+    Between attempts it sleeps ``interval`` seconds, never past the deadline, and makes no attempt once the deadline
+    is reached; each request waits no longer than the time left. ``timeout`` 0 makes one attempt, each request
+    waiting up to ``config.request_timeout``. The outcome reports the last attempt, unless the deadline cut it short
+    (see :class:`Probe`) and an earlier one exists. ``clock`` and ``sleep`` (default ``time.monotonic`` and
+    ``time.sleep``) are injectable.
+    """
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
+    start = clock()
+    deadline = start + timeout if timeout > 0 else None
+    attempts = 0
+    reported: Probe | None = None
+    while True:
+        attempts += 1
+        probe = check_once(config, opener, deadline, clock)
+        if reported is None or probe.ready or not probe.cut_short:
+            reported = probe
+        if probe.ready or deadline is None:
+            break
+        remaining = deadline - clock()
+        if remaining <= 0:
+            break
+        sleep(min(max(0.0, interval), remaining))
+        if clock() >= deadline:
+            break
+    return WaitOutcome(config=config, probe=reported, attempts=attempts, elapsed=clock() - start, timeout=timeout)

@@ -1,0 +1,146 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The vllm_serve role's unit and gate settings as Ansible renders them (its defaults and vars, its templates), for
+the cases the lab cannot run: the docker runtime, and flags that need escaping for systemd."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+ROLE = REPO / "roles" / "vllm_serve"
+ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
+
+PLAYBOOK = """
+- name: Render the vllm_serve unit and gate settings for each node
+  hosts: all
+  gather_facts: false
+  vars_files:
+    - {role}/defaults/main.yml
+    - {role}/vars/main.yml
+  tasks:
+    - name: Render the unit
+      ansible.builtin.template:
+        src: {role}/templates/sparkops-vllm.service.j2
+        dest: "{out}/{{{{ inventory_hostname }}}}.service"
+        mode: "0644"
+      when: __vllm_serve_runs_here | bool
+    - name: Render the gate settings
+      ansible.builtin.template:
+        src: {role}/templates/vllm-gate.json.j2
+        dest: "{out}/{{{{ inventory_hostname }}}}.json"
+        mode: "0644"
+      vars:
+        __vllm_serve_min_available_mib: 90000
+      when: __vllm_serve_runs_here | bool
+"""
+
+
+def render(tmp_path: Path, **extra: object) -> dict[str, str]:
+    """Render for a head and a worker; return the files written, by name."""
+    out = tmp_path / "out"
+    out.mkdir()
+    inventory = {
+        "all": {
+            "vars": {
+                "ansible_connection": "local",
+                "ansible_python_interpreter": sys.executable,
+                "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
+                "sparkops_model_revision": "main",
+                "sparkops_served_model_name": "qwen3.5-122b",
+                "sparkops_tensor_parallel_size": 2,
+                "sparkops_pipeline_parallel_size": 1,
+                "sparkops_gpus_per_node": 1,
+                "sparkops_serve_port": 8000,
+                "sparkops_gpu_memory_utilization": 0.8,
+            },
+            "children": {
+                "spark_head": {"hosts": {"spark-head": {"sparkops_fabric_ip": "192.168.100.10"}}},
+                "spark_workers": {"hosts": {"spark-worker1": {"sparkops_fabric_ip": "192.168.100.11"}}},
+            },
+        }
+    }
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(PLAYBOOK.format(role=ROLE, out=out))
+    (tmp_path / "extra.json").write_text(json.dumps(extra))
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}
+    proc = subprocess.run(
+        [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "-e", f"@{tmp_path / 'extra.json'}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return {path.name: path.read_text() for path in out.iterdir()}
+
+
+def exec_start(unit: str) -> str:
+    """The ExecStart command, its continuation lines joined."""
+    text = unit.replace("\\\n", " ")
+    return " ".join(next(line for line in text.splitlines() if line.startswith("ExecStart=")).split())
+
+
+def test_ray_mode_venv_on_the_head_only_with_escaped_flags(tmp_path: Path) -> None:
+    files = render(
+        tmp_path,
+        vllm_serve_reasoning_parser="qwen3",
+        vllm_serve_tool_call_parser="qwen3_coder",
+        vllm_serve_max_model_len=262144,
+        vllm_serve_extra_args=["--chat-template", "/etc/vllm/100% qwen.jinja", "--override-generation-config", '{"temperature": $T}'],
+    )
+    assert sorted(files) == ["spark-head.json", "spark-head.service"]  # Ray mode: no unit on the worker
+    unit = files["spark-head.service"]
+    assert exec_start(unit) == (
+        "ExecStart=/opt/sparkops/ray/bin/vllm serve Qwen/Qwen3.5-122B-A10B-FP8 --revision main --served-model-name qwen3.5-122b "
+        "--host 0.0.0.0 --port 8000 --tensor-parallel-size 2 --pipeline-parallel-size 1 --gpu-memory-utilization 0.8 "
+        "--kv-cache-dtype auto --max-model-len 262144 --reasoning-parser qwen3 --tool-call-parser qwen3_coder --enable-auto-tool-choice "
+        "--distributed-executor-backend ray --chat-template '/etc/vllm/100%% qwen.jinja' "
+        """--override-generation-config '{"temperature": $$T}'"""
+    )
+    assert "Requires=sparkops-ray-head.service" in unit and "After=sparkops-ray-head.service" in unit
+    assert "Restart=on-failure" in unit and "StartLimitBurst=3" in unit and "StartLimitIntervalSec=3600" in unit
+    assert "EnvironmentFile=-/etc/sparkops/vllm-secrets.env" in unit
+    assert "ExecStartPre=/usr/local/sbin/sparkops-vllm-gate /etc/sparkops/vllm-gate.json" in unit
+    assert "TimeoutStartSec=1020" in unit  # the gates' 600 + 120 s, and 300 s to spare
+    gate = json.loads(files["spark-head.json"])
+    assert gate["gates"] == ["cluster", "snapshot", "memory"]
+    assert gate["expected_nodes"] == {"spark-head": "192.168.100.10", "spark-worker1": "192.168.100.11"}
+    assert gate["ray_address"] == "192.168.100.10:6379" and gate["ray_python"] == "/opt/sparkops/ray/bin/python"
+    assert gate["min_available_mib"] == 90000 and gate["repo_id"] == "Qwen/Qwen3.5-122B-A10B-FP8"
+
+
+def test_mp_mode_a_unit_per_node_the_workers_headless(tmp_path: Path) -> None:
+    files = render(tmp_path, vllm_serve_backend="mp")
+    assert sorted(files) == ["spark-head.json", "spark-head.service", "spark-worker1.json", "spark-worker1.service"]
+    head, worker = exec_start(files["spark-head.service"]), exec_start(files["spark-worker1.service"])
+    assert head.endswith("--distributed-executor-backend mp --nnodes 2 --node-rank 0 --master-addr 192.168.100.10 --master-port 29501")
+    assert worker.endswith("--distributed-executor-backend mp --nnodes 2 --node-rank 1 --master-addr 192.168.100.10 --master-port 29501 --headless")
+    assert "sparkops-ray-head" not in files["spark-head.service"]
+    assert json.loads(files["spark-worker1.json"])["gates"] == ["snapshot", "memory"]
+
+
+def test_docker_runtime_runs_the_pinned_image_in_the_foreground(tmp_path: Path) -> None:
+    image = "nvcr.io/nvidia/vllm@sha256:" + "0" * 64
+    files = render(tmp_path, vllm_serve_runtime="docker", vllm_serve_image=image)
+    unit = files["spark-head.service"]
+    assert exec_start(unit) == (
+        "ExecStart=/usr/bin/docker run --rm --name sparkops-vllm --network host --ipc host --gpus all "
+        "--device /dev/infiniband --cap-add IPC_LOCK --ulimit memlock=-1 --ulimit stack=67108864 "
+        "--volume /var/lib/sparkops/huggingface:/var/lib/sparkops/huggingface:ro "
+        "--env-file /etc/sparkops/fabric.env --env-file /etc/sparkops/vllm.env --env-file /etc/sparkops/vllm-secrets.env "
+        f"--entrypoint vllm {image} serve Qwen/Qwen3.5-122B-A10B-FP8 --revision main --served-model-name qwen3.5-122b "
+        "--host 0.0.0.0 --port 8000 --tensor-parallel-size 2 --pipeline-parallel-size 1 --gpu-memory-utilization 0.8 "
+        "--kv-cache-dtype auto --distributed-executor-backend ray"
+    )
+    assert "ExecStartPre=-/usr/bin/docker rm --force sparkops-vllm" in unit
+    assert "ExecStop=/usr/bin/docker stop --time 120 sparkops-vllm" in unit
+    assert "Requires=docker.service" in unit
