@@ -130,7 +130,7 @@ def sh(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 def lab_nodes() -> list[str]:
-    names = sh(["podman", "ps", "--format", "{{.Names}}", "--filter", "label=sparkops-lab"]).stdout.split()
+    names = sh(["podman", "ps", "--format", "{{.Names}}", "--filter", "label=sparkops.lab=spark-lab"]).stdout.split()
     if "spark-head" not in names:
         raise SystemExit("no lab: run `make demo` first (a lab with site.yml applied)")
     return sorted(names)
