@@ -18,8 +18,26 @@ from pathlib import Path
 
 from ansible_collections.sparkops.inference.plugins.module_utils._cgroup_owner import owner
 from ansible_collections.sparkops.inference.plugins.module_utils._docker_cli import Container
-from ansible_collections.sparkops.inference.plugins.module_utils._meminfo import Meminfo
-from ansible_collections.sparkops.inference.plugins.module_utils._nvidia_smi import ComputeApp, Gpu
+from ansible_collections.sparkops.inference.plugins.module_utils._meminfo import Meminfo, MeminfoError, parse_meminfo
+from ansible_collections.sparkops.inference.plugins.module_utils._nvidia_smi import (
+    ComputeApp,
+    Gpu,
+    NvidiaSmiError,
+    parse_compute_apps,
+    parse_gpus,
+    query_args,
+)
+
+# Runs an argv and returns (rc, stdout, stderr).
+Runner = t.Callable[[list[str]], tuple[int, str, str]]
+
+
+class GpuInfoError(Exception):
+    """nvidia-smi failed, or its output or /proc/meminfo could not be read; ``rc`` is nvidia-smi's when it failed."""
+
+    def __init__(self, message: str, rc: int | None = None) -> None:
+        super().__init__(message)
+        self.rc = rc
 
 
 def read_text(path: Path) -> str | None:
@@ -128,3 +146,27 @@ def gpu_report(
         **memory_summary(gpus, meminfo),
         "top_memory": top_memory(proc_root, top_count),
     }
+
+
+def collect(
+    run: Runner,
+    nvidia_smi: str,
+    proc_root: Path,
+    containers: t.Callable[[], list[Container] | None] = lambda: None,
+    top_count: int = 0,
+) -> dict[str, t.Any]:
+    """Ask nvidia-smi (through ``run``) for the GPUs and their compute processes, read ``proc_root``/meminfo, and
+    return :func:`gpu_report` (``containers`` is called once the GPU side was read). Raises :class:`GpuInfoError`."""
+    outputs = {}
+    for kind in ("gpu", "compute-apps"):
+        rc, out, err = run([nvidia_smi, *query_args(kind)])
+        if rc != 0:
+            raise GpuInfoError(f"{nvidia_smi} --query-{kind} failed (rc {rc}): {(err or out).strip()}", rc)
+        outputs[kind] = out
+    try:
+        gpus = parse_gpus(outputs["gpu"])
+        apps = parse_compute_apps(outputs["compute-apps"])
+        meminfo = parse_meminfo(read_text(proc_root / "meminfo") or "")
+    except (NvidiaSmiError, MeminfoError) as exc:
+        raise GpuInfoError(str(exc)) from exc
+    return gpu_report(gpus, apps, meminfo, proc_root, containers(), top_count=top_count)

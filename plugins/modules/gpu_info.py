@@ -222,14 +222,7 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils._docker_cli import Container, DockerCli, DockerError
-from ansible_collections.sparkops.inference.plugins.module_utils._gpu_info import gpu_report, read_text
-from ansible_collections.sparkops.inference.plugins.module_utils._meminfo import MeminfoError, parse_meminfo
-from ansible_collections.sparkops.inference.plugins.module_utils._nvidia_smi import (
-    NvidiaSmiError,
-    parse_compute_apps,
-    parse_gpus,
-    query_args,
-)
+from ansible_collections.sparkops.inference.plugins.module_utils._gpu_info import GpuInfoError, collect
 
 SBIN = ["/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/local/nvidia/bin"]
 
@@ -262,22 +255,22 @@ def main() -> None:
     nvidia_smi = module.params["nvidia_smi"] or module.get_bin_path("nvidia-smi", opt_dirs=SBIN)
     if not nvidia_smi:
         module.fail_json(msg="nvidia-smi not found on this host: is the NVIDIA driver installed? (set nvidia_smi to its path)")
-    outputs = {}
-    for kind in ("gpu", "compute-apps"):
-        rc, out, err = module.run_command([nvidia_smi, *query_args(kind)])
-        if rc != 0:
-            module.fail_json(msg=f"{nvidia_smi} --query-{kind} failed (rc {rc}): {(err or out).strip()}", rc=rc)
-        outputs[kind] = out
-    proc_root = Path(module.params["proc_root"])
+    found: list[list[Container] | None] = []
+
+    def containers() -> list[Container] | None:
+        found.append(_containers(module))
+        return found[0]
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        return t.cast("tuple[int, str, str]", module.run_command(argv))
+
     try:
-        gpus = parse_gpus(outputs["gpu"])
-        apps = parse_compute_apps(outputs["compute-apps"])
-        meminfo = parse_meminfo(read_text(proc_root / "meminfo") or "")
-    except (NvidiaSmiError, MeminfoError) as exc:
-        module.fail_json(msg=str(exc))
-    containers = _containers(module)
-    report = gpu_report(gpus, apps, meminfo, proc_root, containers, top_count=module.params["top_processes"])
-    module.exit_json(changed=False, docker_available=containers is not None, **report)
+        report = collect(run, nvidia_smi, Path(module.params["proc_root"]), containers, top_count=module.params["top_processes"])
+    except GpuInfoError as exc:
+        if exc.rc is None:
+            module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), rc=exc.rc)
+    module.exit_json(changed=False, docker_available=found[0] is not None, **report)
 
 
 if __name__ == "__main__":

@@ -31,9 +31,7 @@ LINK.mkdir(parents=True)
 sys.path.insert(0, str(LINK.parent.parent))
 
 # pylint: disable=wrong-import-position
-from ansible_collections.sparkops.inference.plugins.module_utils._gpu_info import gpu_report  # noqa: E402
-from ansible_collections.sparkops.inference.plugins.module_utils._meminfo import parse_meminfo  # noqa: E402
-from ansible_collections.sparkops.inference.plugins.module_utils._nvidia_smi import parse_compute_apps, parse_gpus, query_args  # noqa: E402
+from ansible_collections.sparkops.inference.plugins.module_utils._gpu_info import collect  # noqa: E402
 from ansible_collections.sparkops.inference.plugins.module_utils._process_end import end_processes  # noqa: E402
 from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_check import verdict  # noqa: E402
 from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_plan import Settings, plan  # noqa: E402
@@ -44,10 +42,14 @@ HOLDER = (
 )
 
 
+def run(argv: list[str]) -> tuple[int, str, str]:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 def read() -> dict:
-    gpus = parse_gpus(subprocess.run(["nvidia-smi", *query_args("gpu")], capture_output=True, text=True, check=True).stdout)
-    apps = parse_compute_apps(subprocess.run(["nvidia-smi", *query_args("compute-apps")], capture_output=True, text=True, check=True).stdout)
-    return gpu_report(gpus, apps, parse_meminfo(Path("/proc/meminfo").read_text()), Path("/proc"), None, top_count=3)
+    """What the gpu_info module reports, read the way it reads it (no docker on the GPU machine)."""
+    return collect(run, "nvidia-smi", Path("/proc"), top_count=3)
 
 
 def main(gib: int = 20) -> int:

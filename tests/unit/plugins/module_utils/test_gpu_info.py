@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._docker_cli import Container
-from ansible_collections.sparkops.inference.plugins.module_utils._gpu_info import describe_process, gpu_report, memory_summary, top_memory
+from ansible_collections.sparkops.inference.plugins.module_utils._gpu_info import (
+    GpuInfoError,
+    collect,
+    describe_process,
+    gpu_report,
+    memory_summary,
+    top_memory,
+)
 from ansible_collections.sparkops.inference.plugins.module_utils._meminfo import parse_meminfo
 from ansible_collections.sparkops.inference.plugins.module_utils._nvidia_smi import ComputeApp, parse_compute_apps, parse_gpus
 from proc_tree import GB10_PROCS, JUPYTER_ID, Proc, fixture_text, make_proc
@@ -150,3 +157,39 @@ def test_top_memory_order_and_count(gb10_proc: Path) -> None:
 def test_top_memory_skips_sub_mib_and_survives_an_empty_name(tmp_path: Path) -> None:
     proc = make_proc(tmp_path, [Proc(7, ("x",), "0::/init.scope\n", "", 4096), Proc(8, ("y",), "", "tiny", 1000)])
     assert top_memory(proc, 5) == [{"pid": 7, "name": "", "rss_mib": 4, "unit": "init.scope", "container_id": None}]
+
+
+def test_collect_asks_nvidia_smi_then_docker_and_reports(gb10_proc: Path) -> None:
+    calls: list[str] = []
+    outputs = {"--query-gpu": fixture_text("gb10_query_gpu_csv.txt"), "--query-compute-apps": fixture_text("gb10_apps_busy.txt")}
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        flag = next(arg.split("=")[0] for arg in argv if arg.startswith("--query"))
+        calls.append(flag)
+        return 0, outputs[flag], ""
+
+    def containers() -> list[Container]:
+        calls.append("docker ps")
+        return [JUPYTER]
+
+    report = collect(run, "/usr/bin/nvidia-smi", gb10_proc, containers, top_count=2)
+    assert calls == ["--query-gpu", "--query-compute-apps", "docker ps"]
+    assert report["unified_memory"] is True and report["used_mib"] == 18 + 6 + 19135 + 87212
+    assert len(report["top_memory"]) == 2
+
+
+def test_collect_names_the_failed_query_and_asks_docker_nothing(gb10_proc: Path) -> None:
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        return (9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.") if "--query-gpu" in argv[1] else (0, "", "")
+
+    with pytest.raises(GpuInfoError, match=r"^/usr/bin/nvidia-smi --query-gpu failed \(rc 9\): NVIDIA-SMI has failed") as caught:
+        collect(run, "/usr/bin/nvidia-smi", gb10_proc, lambda: pytest.fail("docker asked after a failure"))
+    assert caught.value.rc == 9
+
+
+def test_collect_names_unreadable_output(tmp_path: Path) -> None:
+    proc = make_proc(tmp_path / "proc", GB10_PROCS, "MemFree: 1 kB\n")
+    outputs = {"gpu": fixture_text("gb10_query_gpu_csv.txt"), "compute-apps": fixture_text("gb10_apps_busy.txt")}
+    with pytest.raises(GpuInfoError, match="MemTotal or MemAvailable") as caught:
+        collect(lambda argv: (0, outputs["gpu" if "--query-gpu" in argv[1] else "compute-apps"], ""), "nvidia-smi", proc)
+    assert caught.value.rc is None
