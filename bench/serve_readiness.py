@@ -105,7 +105,7 @@ def one_start(cache: Path, load_s: float) -> tuple[float, float]:
 def readiness(runs: int, load_s: float) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
         info = hf_model.build_hub_cache(Path(tmp) / "hub", REPO_ID, total_bytes=2_000_000, shards=2)
-        latencies = [one_start(info.cache_dir, load_s) for _ in range(runs)]
+        latencies = [one_start(info.cache_dir, load_s) for _run in range(runs)]
     lat = [latency for latency, _elapsed in latencies]
     return [
         f"Readiness detection: {runs} starts of the vLLM stand-in ({load_s:g} s refused, then 0.5 s of 503), each watched",
@@ -144,7 +144,7 @@ def reboot(runs: int) -> list[str]:
         raise SystemExit(f"cannot find the head's management address in {head_mgmt[:300]}")
     url = f"http://{mgmt_ip.group(1)}:8000"
     rows = []
-    for _ in range(runs):
+    for _run in range(runs):
         start = time.monotonic()
         sh(["podman", "restart", "--time", "5", *nodes])
         times: dict[str, float] = {}
