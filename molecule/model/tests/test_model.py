@@ -67,14 +67,6 @@ def test_no_partial_file_left_and_workers_reachable_only_from_the_fabric() -> No
         assert all(line.startswith('from="192.168.200.0/24",restrict ') for line in sync_keys), sync_keys
 
 
-def test_converged_rerun_transfers_nothing() -> None:
-    run = run_site()
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert all(stats["changed"] == 0 for stats in recap(run).values()), recap(run)
-    push = run.stdout.split("Push the snapshot over the fabric]", 1)[1].split("\n\n", 1)[0]
-    assert f"skipping: [{HEAD}]" in push, push  # every worker was complete: nothing to send
-
-
 def test_a_truncated_shard_is_repaired_and_a_same_size_corruption_only_with_full_verification() -> None:
     truncated, corrupted = node(WORKERS[0]), node(WORKERS[1])
     shard = truncated.check_output(f"readlink -f {REPO_DIR}/snapshots/*/model-00002-of-00004.safetensors")
@@ -194,3 +186,5 @@ def test_a_rerun_downloads_nothing_and_removes_a_partial_a_killed_download_left(
     assert recap(run)[HEAD]["changed"] == 1, recap(run)  # the removal, nothing downloaded
     assert all(recap(run)[worker]["changed"] == 0 for worker in WORKERS), recap(run)
     assert hub_requests()[before:] == []  # not even a metadata request: the quick check found the snapshot complete
+    push = run.stdout.split("Push the snapshot over the fabric]", 1)[1].split("\n\n", 1)[0]
+    assert f"skipping: [{HEAD}]" in push, push  # every worker was complete: nothing to send (a converged re-run)

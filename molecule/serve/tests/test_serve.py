@@ -137,8 +137,8 @@ def test_a_flag_change_restarts_the_service_once_and_a_rerun_changes_nothing() -
     changed_pid = unit(HEAD, "MainPID")
     assert changed_pid != pid
     assert "--max-model-len 1024" in node(HEAD).check_output(f"cat /proc/{changed_pid}/cmdline | tr '\\0' ' '")
-    # The lab is converged again (with this flag): a tag-scoped rerun of Ray and vLLM changes nothing.
-    again = run_site("--tags", "ray,serve", "-e", "vllm_serve_max_model_len=1024")
+    # The lab is converged again (with this flag): a tag-scoped rerun of the fabric, Ray and vLLM changes nothing.
+    again = run_site("--tags", "nccl,ray,serve", "-e", "vllm_serve_max_model_len=1024")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
     assert recap(again) and all(s["changed"] == 0 for s in recap(again).values()), recap(again)
     assert unit(HEAD, "MainPID") == changed_pid
