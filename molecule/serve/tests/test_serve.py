@@ -161,7 +161,9 @@ def test_a_crash_at_start_stops_at_the_start_limit_and_the_role_shows_the_journa
     # The next test's run (a change) brings the failed unit back: the role clears the failed state before starting.
 
 
-def test_mp_mode_runs_a_unit_per_node_then_back_to_ray() -> None:
+def test_mp_mode_runs_a_unit_per_node() -> None:
+    """The last test: the scenario ends in mp mode (switching back to Ray would remove the worker's unit; one run
+    less keeps `make test` within its time)."""
     run = run_site("--tags", "serve", "-e", "vllm_serve_backend=mp")  # also revives the unit the crash test left failed
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     head_args = node(HEAD).check_output(f"cat /proc/{unit(HEAD, 'MainPID')}/cmdline | tr '\\0' ' '")
@@ -169,9 +171,5 @@ def test_mp_mode_runs_a_unit_per_node_then_back_to_ray() -> None:
     assert "--distributed-executor-backend mp --nnodes 2 --node-rank 0 --master-addr 192.168.200.51" in head_args, head_args
     assert "--node-rank 1" in worker_args and "--headless" in worker_args and "--headless" not in head_args, worker_args
     assert "sparkops-ray-head.service" not in unit(HEAD, "Requires")
-    wait_serving(30)
-    back = run_site("--tags", "serve")
-    assert back.returncode == 0, back.stdout[-3000:] + back.stderr[-2000:]
-    assert not node(WORKER).file(f"/etc/systemd/system/{UNIT}.service").exists
-    assert "--distributed-executor-backend ray" in node(HEAD).check_output(f"cat /proc/{unit(HEAD, 'MainPID')}/cmdline | tr '\\0' ' '")
+    assert node(WORKER).service(UNIT).is_enabled
     wait_serving(30)
