@@ -21,13 +21,15 @@ import argparse
 import datetime
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks_doc import replace_section  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = [sys.executable, str(REPO / "tests" / "lab" / "spark_lab.py")]
@@ -167,14 +169,6 @@ def link_rates(result: dict[str, Any]) -> list[tuple[str, float]]:
     return [(label, size / 1e6 / (end - start)) for label, (start, end, size) in spans.items()]
 
 
-def write_section(text: str) -> None:
-    doc = REPO / "docs" / "benchmarks.md"
-    current = doc.read_text()
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
-    current = pattern.sub("", current).rstrip("\n") + "\n\n"
-    doc.write_text(current + text.rstrip("\n") + "\n")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="300MB", help="model size (default %(default)s)")
@@ -233,7 +227,7 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        write_section(text)
+        replace_section(SECTION, text)
     return 0
 
 

@@ -41,6 +41,9 @@ from ansible_collections.sparkops.inference.plugins.module_utils._openai_endpoin
 )
 from sparklab import hf_model  # noqa: E402
 
+sys.path.insert(0, str(REPO / "bench"))
+from benchmarks_doc import replace_section  # noqa: E402
+
 SECTION = "## Serving readiness and reboot to serving (issue 6)"
 REPO_ID = "sparkops-lab/tiny-moe"
 MODEL = "tiny-moe"
@@ -181,14 +184,6 @@ def reboot(runs: int) -> list[str]:
     ]
 
 
-def write_section(text: str) -> None:
-    doc = REPO / "docs" / "benchmarks.md"
-    current = doc.read_text()
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
-    current = pattern.sub("", current).rstrip("\n") + "\n\n"
-    doc.write_text(current + text.rstrip("\n") + "\n")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -204,7 +199,7 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        write_section(text)
+        replace_section(SECTION, text)
     return 0
 
 

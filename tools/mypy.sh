@@ -9,4 +9,4 @@ cd "$repo/tests/lab"
 mypy --config-file "$repo/.mypy.ini" sparklab spark_lab.py
 cd "$repo"
 # The benches import the collection (.collections) and the lab's sparklab (tests/lab) as they put them on sys.path.
-MYPYPATH=.collections:tests/lab mypy --config-file .mypy.ini tools/test_stages.py tools/check_argspecs.py bench/ray_formation.py bench/snapshot_verify.py bench/model_distribution.py bench/serve_readiness.py
+MYPYPATH=.collections:tests/lab:bench mypy --config-file .mypy.ini tools/test_stages.py tools/check_argspecs.py bench/ray_formation.py bench/snapshot_verify.py bench/model_distribution.py bench/serve_readiness.py bench/benchmarks_doc.py

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._serve_gate import GateConfigError, GateSettings, main, run_gates
 from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_cache_factory import COMMIT, REPO_ID, build_cache
+from fake_clock import FakeClock
 
 NODES = {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12"}
 
@@ -20,19 +21,6 @@ NODES = {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12"}
 def ray_output(*nodes: tuple[str, bool, float]) -> str:
     raw = [{"NodeManagerAddress": ip, "Alive": alive, "Resources": {"GPU": gpus, "CPU": 1.0}} for ip, alive, gpus in nodes]
     return json.dumps({"ray_version": "2.60.0", "python_version": "3.11.2", "nodes": raw})
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def meminfo(available_mib: int, total_mib: int = 122_000) -> str:
@@ -66,7 +54,7 @@ def test_every_gate_passes(tmp_path: Path) -> None:
         calls.append(argv)
         return 0, ray_output(("192.168.200.11", True, 1.0), ("192.168.200.12", True, 1.0)), ""
 
-    results = run_gates(settings(str(cache.cache_dir)), runner=runner, read=lambda _path: meminfo(100_000), clock=clock, sleep=clock.sleep)
+    results = run_gates(settings(str(cache.cache_dir)), runner=runner, read=lambda _path: meminfo(100_000), clock=clock.clock, sleep=clock.sleep)
     assert [(r.name, r.ok) for r in results] == [("cluster", True), ("snapshot", True), ("memory", True)]
     assert results[0].message == "2 node(s) alive with 2 GPU(s), every expected node joined"
     assert results[1].message == f"{REPO_ID} at {COMMIT} complete in {cache.cache_dir} (3 shard(s))"
@@ -83,7 +71,9 @@ def test_cluster_gate_waits_for_the_worker_then_passes(tmp_path: Path) -> None:
         (0, ray_output(("192.168.200.11", True, 1.0)), ""),
         (0, ray_output(("192.168.200.11", True, 1.0), ("192.168.200.12", True, 1.0)), ""),
     ]
-    results = run_gates(settings(str(cache.cache_dir)), runner=lambda _argv: outputs.pop(0), read=lambda _p: meminfo(95_000), clock=clock, sleep=clock.sleep)
+    results = run_gates(
+        settings(str(cache.cache_dir)), runner=lambda _argv: outputs.pop(0), read=lambda _p: meminfo(95_000), clock=clock.clock, sleep=clock.sleep
+    )
     assert all(r.ok for r in results), results
     assert clock.sleeps == [2, 2] and results[0].seconds == 4
 
@@ -95,7 +85,7 @@ def test_cluster_gate_fails_at_its_deadline_naming_the_missing_node(tmp_path: Pa
         settings(str(cache.cache_dir)),
         runner=lambda _argv: (0, ray_output(("192.168.200.11", True, 1.0), ("192.168.200.12", False, 1.0)), ""),
         read=lambda _p: pytest.fail("no gate after a failed one"),
-        clock=clock,
+        clock=clock.clock,
         sleep=clock.sleep,
     )
     assert [(r.name, r.ok) for r in results] == [("cluster", False)]
@@ -115,10 +105,10 @@ def test_memory_gate_waits_for_memory_to_come_back_then_fails_at_its_deadline(tm
     cache = build_cache(tmp_path)
     clock = FakeClock()
     readings = iter([meminfo(50_000), meminfo(80_000), meminfo(91_000)])
-    results = run_gates(settings(str(cache.cache_dir), gates=["memory"]), read=lambda _p: next(readings), clock=clock, sleep=clock.sleep)
+    results = run_gates(settings(str(cache.cache_dir), gates=["memory"]), read=lambda _p: next(readings), clock=clock.clock, sleep=clock.sleep)
     assert results[0].ok and results[0].seconds == 4
     clock = FakeClock()
-    results = run_gates(settings(str(cache.cache_dir), gates=["memory"]), read=lambda _p: meminfo(60_000), clock=clock, sleep=clock.sleep)
+    results = run_gates(settings(str(cache.cache_dir), gates=["memory"]), read=lambda _p: meminfo(60_000), clock=clock.clock, sleep=clock.sleep)
     assert not results[0].ok
     assert results[0].message.startswith("only 60000 MiB available of 122000 after 10s, need 90000 MiB (page cache 2 MiB)")
     assert results[0].seconds == 10
