@@ -9,7 +9,8 @@ a 200 Gb/s link. One command:
    and the transfer alone is timed:
    - baseline: one plain `rsync -a` of the snapshot folder from the head to worker1 (the original method);
    - chain to 1 worker (what model_sync does), throughput / shaped rate (goal >= 0.9);
-   - chain to 3 workers, time / chain-1 time (goal <= 1.3);
+   - chain to 3 workers (cut-through, the default), time / chain-1 time (goal <= 1.3);
+   - the same with `cut_through: false` (rsync link by link, store and forward), the design it replaced;
    - star to 3 workers (the head sends to each), time / chain-1 time (about 3 expected).
 
     .venv/bin/python bench/model_distribution.py [--size 300MB] [--rate-mbit 40] [--write]
@@ -125,12 +126,13 @@ PLAYBOOK = """
         targets: "{{ bench_targets }}"
         topology: "{{ bench_topology }}"
         streams: "{{ bench_streams }}"
+        cut_through: "{{ bench_cut_through }}"
         ssh_key: "{{ bench_key_dir }}/id_ed25519"
         ssh_known_hosts: "{{ bench_key_dir }}/known_hosts"
 """
 
 
-def distribute(workers: list[str], topology: str, streams: int) -> dict[str, Any]:
+def distribute(workers: list[str], topology: str, streams: int, cut_through: bool = True) -> dict[str, Any]:
     """snapshot_distribute from the head (what model_sync runs), timed by the module itself: its result."""
     wipe(workers)
     extra = {
@@ -138,6 +140,7 @@ def distribute(workers: list[str], topology: str, streams: int) -> dict[str, Any
         "bench_targets": [FABRIC_IP[w] for w in workers],
         "bench_topology": topology,
         "bench_streams": streams,
+        "bench_cut_through": cut_through,
         "bench_key_dir": KEY_DIR,
     }
     with tempfile.NamedTemporaryFile("w", suffix=".yml", dir=REPO / ".lab") as playbook:
@@ -193,6 +196,7 @@ def main() -> int:
         plain = plain_rsync(WORKERS[0])
         chain1_result = distribute(WORKERS[:1], "chain", args.streams)
         chain3_result = distribute(WORKERS, "chain", args.streams)
+        stored3 = float(distribute(WORKERS, "chain", args.streams, cut_through=False)["seconds"])
         star3 = float(distribute(WORKERS, "star", args.streams)["seconds"])
     finally:
         unshape(nodes, ifbs)
@@ -206,6 +210,7 @@ def main() -> int:
         ("plain `rsync -a`, 1 worker (baseline)", plain, mb / plain / link_mb_s, plain / chain1),
         (f"model_sync chain, 1 worker, {args.streams} streams", chain1, mb / chain1 / link_mb_s, 1.0),
         (f"model_sync chain, 3 workers, {args.streams} streams", chain3, mb / chain3 / link_mb_s, chain3 / chain1),
+        (f"store-and-forward chain (rsync link by link, `cut_through: false`), 3 workers, {args.streams} streams", stored3, mb / stored3 / link_mb_s, stored3 / chain1),
         (f"star from the head, 3 workers, {args.streams} streams", star3, mb / star3 / link_mb_s, star3 / chain1),
     ]
     today = datetime.date.today().isoformat()

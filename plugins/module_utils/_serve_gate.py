@@ -21,7 +21,6 @@ Note that this module util is **PRIVATE** to the collection. It can have breakin
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 import typing as t
@@ -30,9 +29,9 @@ from dataclasses import dataclass, field
 from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot import check_snapshot
 from ansible_collections.sparkops.inference.plugins.module_utils._meminfo import MeminfoError, parse_meminfo
 from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster import Probe, build_argv, parse_output, wait_for_cluster
+from ansible_collections.sparkops.inference.plugins.module_utils._run_command import Runner, run_command
 
 GATES = ("cluster", "snapshot", "memory")
-Runner = t.Callable[[list[str]], tuple[int, str, str]]
 
 
 class GateConfigError(ValueError):
@@ -96,15 +95,6 @@ class GateResult:
 
     def line(self) -> str:
         return f"gate {self.name}: {'ok' if self.ok else 'FAILED'} after {self.seconds:.1f}s: {self.message}"
-
-
-def run_command(argv: list[str]) -> tuple[int, str, str]:
-    """Run ``argv`` (no shell) and return its rc, stdout and stderr; rc 127 when it cannot start."""
-    try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", check=False)
-    except OSError as exc:
-        return 127, "", f"cannot run {argv[0]}: {exc}"
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 def cluster_gate(settings: GateSettings, runner: Runner, clock: t.Callable[[], float], sleep: t.Callable[[float], t.Any]) -> GateResult:

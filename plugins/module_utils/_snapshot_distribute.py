@@ -1,8 +1,8 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Distribute a model's folder of a Hugging Face hub cache from the head to the workers with rsync, in parallel and
-in a chain.
+"""Distribute a model's folder of a Hugging Face hub cache from the head to the workers, in parallel and in a
+cut-through chain.
 
 Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
@@ -10,36 +10,46 @@ The repo folder (``<cache>/models--<org>--<name>``) holds ``blobs/<etag>`` (the 
 (relative symlinks ``../../blobs/<etag>``) and ``refs/<revision>`` (the commit). It is copied to the same path on
 every target, in two steps:
 
-1. **Blobs.** :func:`make_plan` lists the head's blobs with their sizes and asks every target for its own (one
-   command a target); a blob is needed on a target when it is missing or of another size. The links are
-   ``head -> targets[0]``, ``targets[0] -> targets[1]``, ... (``chain``) or ``head -> target`` for each target
-   (``star``). The :class:`Pipeline` runs up to ``streams`` rsyncs on each link at once, largest blob first; a blob
-   may go over a link once the link's source holds it, having held it from the start or received it over the link
-   before (so a worker passes on each blob as soon as it has it, and the total time hardly grows with the number
-   of workers). rsync writes into a temporary file and renames it, and keeps an interrupted file in
-   ``blobs/.sparkops-partial/`` (which the next run resumes), so no file under its final name is ever half written.
+1. **Blobs.** :func:`make_plan` lists the head's blobs with their sizes and asks every target for its own and for the
+   partial files an interrupted run left (one command a target); a blob is needed on a target when it is missing or
+   of another size. :func:`make_jobs` turns that into jobs, largest blob first: in a ``chain``
+   (``head -> targets[0] -> targets[1] -> ...``) a blob goes in one **cut-through** job along each run of targets
+   that need it, from the node before the run (:mod:`._blob_relay`: every node writes the stream while it passes it
+   on, so a worker never waits for a whole blob and the total time hardly grows with the number of workers); a
+   target that keeps a partial gets the blob by rsync, which resumes it. In a ``star`` the head sends each blob to
+   each target. The :class:`Pipeline` runs the jobs, at most ``streams`` on each link at once. Every copy is written
+   under ``blobs/.sparkops-partial/`` and renamed into place once whole (by the relay, or by rsync with
+   ``--partial-dir``), so no file under its final name is ever half written. A failed cut-through job is replaced by
+   rsync jobs, link by link, which resume what it left. Without ``cut_through`` every blob goes link by link with
+   rsync (store and forward: a worker passes a blob on once it holds it whole).
 2. **Metadata.** Once every blob is everywhere, ``snapshots/`` then ``refs/`` go from the head to each target with
    ``rsync -a --itemize-changes`` (symlinks as symlinks; refs last, so that a ref never names a snapshot a target
    lacks).
 
-How a node is reached is a :class:`Transport`: :class:`SshTransport` (ssh and rsync over the fabric; a worker that
-relays runs rsync itself, started over ssh) or :class:`LocalTransport` (every node a folder on this machine, for
+How a node is reached is a :class:`Transport`: :class:`SshTransport` (ssh, rsync and the relay over the fabric; a
+worker that sends runs rsync or the relay itself, started over ssh) or :class:`LocalTransport` (every node a folder on this machine, for
 tests).
 """
 
 from __future__ import annotations
 
 import abc
+import inspect
 import os
 import shlex
-import subprocess
+import sys
 import threading
 import time
 import typing as t
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-PARTIAL_DIR = ".sparkops-partial"
+from ansible_collections.sparkops.inference.plugins.module_utils import _blob_relay
+from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import command as relay_command
+from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import encode
+from ansible_collections.sparkops.inference.plugins.module_utils._run_command import Runner, run_command
+
+PARTIAL_DIR = _blob_relay.PARTIAL_DIR
 RSYNC_TIMEOUT = 120
 BLOB_OPTIONS = ("-a", f"--partial-dir={PARTIAL_DIR}", f"--timeout={RSYNC_TIMEOUT}")
 METADATA_OPTIONS = ("-a", "--itemize-changes", f"--timeout={RSYNC_TIMEOUT}")
@@ -56,8 +66,6 @@ STDERR_TAIL = 2000
 
 # A node: a target's address, or None for the head (where this code runs).
 Node = t.Optional[str]  # noqa: UP045 - an alias is evaluated at import, and `str | None` needs Python 3.10
-# Runs an argv and returns (rc, stdout, stderr).
-Runner = t.Callable[[list[str]], tuple[int, str, str]]
 
 
 class DistributeError(Exception):
@@ -69,15 +77,6 @@ class DistributeError(Exception):
     def __init__(self, message: str, result: Result | None = None) -> None:
         super().__init__(message)
         self.result = result
-
-
-def run_command(argv: list[str]) -> tuple[int, str, str]:
-    """Run ``argv`` (no shell, no stdin) and return its rc, stdout and stderr; rc 127 when it cannot start."""
-    try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", check=False)
-    except OSError as exc:
-        return 127, "", f"cannot run {argv[0]}: {exc}"
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 def node_name(node: Node) -> str:
@@ -104,8 +103,9 @@ class Transport(abc.ABC):
     such a path is on a given node, and callers pass what it returns to :meth:`run_argv` and :meth:`rsync_argv`.
     """
 
-    def __init__(self, rsync: str = "rsync") -> None:
+    def __init__(self, rsync: str = "rsync", python: str = "python3") -> None:
         self.rsync = rsync
+        self.python = python
 
     def path(self, node: Node, path: str) -> str:
         """Where the absolute ``path`` is on ``node``: the path itself, unless the transport maps nodes to folders."""
@@ -115,6 +115,11 @@ class Transport(abc.ABC):
     def run_argv(self, node: str, argv: t.Sequence[str], stream: int | None = None) -> list[str]:
         """The argv, started on the head, that runs ``argv`` on the target ``node`` (for ``stream``, see
         :meth:`stream_setup`)."""
+
+    @abc.abstractmethod
+    def relay_via(self, target: str, stream: int) -> list[str]:
+        """What a node puts before a command line to run it on ``target`` (for ``stream``): the relay of a cut-through
+        job starts the next hop with it; empty to run the argv itself, on the same machine."""
 
     @abc.abstractmethod
     def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str, stream: int | None = None) -> list[str]:
@@ -158,8 +163,9 @@ class SshTransport(Transport):
         connect_timeout: int = 30,
         control_dir: str | None = None,
         control_persist: int = 60,
+        python: str = "python3",
     ) -> None:
-        super().__init__(rsync)
+        super().__init__(rsync, python)
         self.user = user
         self.key = key
         self.known_hosts = known_hosts
@@ -241,7 +247,10 @@ class SshTransport(Transport):
 
     def run_argv(self, node: str, argv: t.Sequence[str], stream: int | None = None) -> list[str]:
         # ssh hands the remote shell one command line: quote each argument for it.
-        return [*self.ssh_command(stream), f"{self.user}@{node}", shlex.join(argv)]
+        return [*self.relay_via(node, stream), shlex.join(argv)]
+
+    def relay_via(self, target: str, stream: int | None) -> list[str]:
+        return [*self.ssh_command(stream), f"{self.user}@{target}"]
 
     def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str, stream: int | None = None) -> list[str]:
         argv = [self.rsync, *options]
@@ -259,8 +268,8 @@ class LocalTransport(Transport):
     only the network is missing.
     """
 
-    def __init__(self, roots: t.Mapping[Node, str], rsync: str = "rsync") -> None:
-        super().__init__(rsync)
+    def __init__(self, roots: t.Mapping[Node, str], rsync: str = "rsync", python: str = sys.executable) -> None:
+        super().__init__(rsync, python)
         self.roots = dict(roots)
 
     def path(self, node: Node, path: str) -> str:
@@ -270,6 +279,9 @@ class LocalTransport(Transport):
 
     def run_argv(self, node: str, argv: t.Sequence[str], stream: int | None = None) -> list[str]:
         return list(argv)
+
+    def relay_via(self, target: str, stream: int) -> list[str]:
+        return []
 
     def rsync_argv(self, source: Node, target: str, options: t.Sequence[str], paths: t.Sequence[str], dest: str, stream: int | None = None) -> list[str]:
         return [self.rsync, *options, *paths, dest]
@@ -317,6 +329,10 @@ class Plan:
         """Whether ``node`` held ``blob`` (by name and size) at the start; the head holds all."""
         return node is None or self.held[node].get(blob.name) == blob.size
 
+    def has_partial(self, target: str, blob: Blob) -> bool:
+        """Whether ``target`` keeps a partial of ``blob`` (in the partial folder) from an interrupted run."""
+        return f"{PARTIAL_DIR}/{blob.name}" in self.held[target]
+
     def needed(self, target: str) -> list[Blob]:
         """The blobs ``target`` lacks (missing or of another size), largest first."""
         return [blob for blob in self.blobs if not self.holds(target, blob)]
@@ -353,9 +369,14 @@ def head_blobs(blobs_dir: str) -> tuple[Blob, ...]:
 
 
 def listing_argv(blobs_dir: str) -> list[str]:
-    """The command that prints ``name size`` for each file in ``blobs_dir``, and nothing when it does not exist."""
-    quoted = shlex.quote(blobs_dir)
-    return ["sh", "-c", f"if [ -d {quoted} ]; then exec find {quoted} -maxdepth 1 -type f -printf '%f %s\\n'; fi"]
+    """The command that prints ``name size`` for each file in ``blobs_dir`` and ``<PARTIAL_DIR>/name size`` for each
+    partial file an interrupted run left; nothing when ``blobs_dir`` does not exist."""
+    blobs, partials = shlex.quote(blobs_dir), shlex.quote(f"{blobs_dir}/{PARTIAL_DIR}")
+    script = (
+        f"if [ -d {blobs} ]; then find {blobs} -maxdepth 1 -type f -printf '%f %s\\n' || exit; "
+        f"if [ -d {partials} ]; then exec find {partials} -maxdepth 1 -type f -printf '{PARTIAL_DIR}/%f %s\\n'; fi; fi"
+    )
+    return ["sh", "-c", script]
 
 
 def parse_listing(text: str, target: str) -> dict[str, int]:
@@ -435,6 +456,7 @@ class Result:
     check_mode: bool
     transfers: list[Transfer] = field(default_factory=list)
     metadata: dict[str, list[str]] = field(default_factory=dict)  # per target: the changes rsync itemized
+    relay_failures: list[str] = field(default_factory=list)  # cut-through jobs replaced by rsync, and why
     seconds: float = 0.0
 
     @property
@@ -459,6 +481,7 @@ class Result:
             "metadata": {target: self.metadata.get(target, []) for target in self.plan.targets},
             "topology": self.plan.topology,
             "streams": self.streams,
+            "relay_failures": list(self.relay_failures),
         }
         if self.check_mode:
             result["would_transfer"] = self.plan.as_dict()
@@ -479,10 +502,60 @@ def _with_retries(argv: list[str], runner: Runner, retries: int, retry_delay: fl
         sleep(retry_delay)
 
 
+@dataclass(frozen=True)
+class Job:
+    """A blob along a path of nodes: ``path[0]`` holds it (or will) and sends it to the others.
+
+    ``cut_through``: the relay passes it along the whole path at once; otherwise the path is one link and rsync sends
+    it."""
+
+    blob: Blob
+    path: tuple[Node, ...]
+    cut_through: bool
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        return tuple(Link(self.path[index - 1], t.cast(str, self.path[index])) for index in range(1, len(self.path)))
+
+
+def make_jobs(plan: Plan, cut_through: bool) -> list[Job]:
+    """The jobs that bring every blob to every target that needs it, largest blob first.
+
+    In a chain, each run of consecutive targets that need a blob gets it in one cut-through job from the node before
+    the run (the head, or a target that holds it or gets it first), so a target that holds it passes it on. A target
+    that keeps a partial of it from an interrupted run (or every target, without ``cut_through``) gets it by rsync
+    from the node before it, which resumes the partial. In a star, each target gets each blob from the head."""
+    jobs: list[Job] = []
+    for blob in plan.blobs:
+        if plan.topology == "star":
+            jobs += [Job(blob, (None, target), cut_through and not plan.has_partial(target, blob)) for target in plan.targets if not plan.holds(target, blob)]
+            continue
+        previous: Node = None
+        start: Node = None
+        run: list[str] = []
+        for target in plan.targets:
+            if plan.holds(target, blob) or not (cut_through and not plan.has_partial(target, blob)):
+                if run:
+                    jobs.append(Job(blob, (start, *run), True))
+                    run = []
+                if not plan.holds(target, blob):
+                    jobs.append(Job(blob, (previous, target), False))
+            else:
+                if not run:
+                    start = previous
+                run.append(target)
+            previous = target
+        if run:
+            jobs.append(Job(blob, (start, *run), True))
+    return jobs
+
+
 class Pipeline:
-    """Sends every needed blob over every link: ``streams`` threads a link, each taking the largest blob the link's
-    source holds and its target still needs. A finished blob becomes available to the links its target is the
-    source of. After a failure no transfer starts; those running finish."""
+    """Runs the jobs of :func:`make_jobs`: each link carries at most ``streams`` at once, and a job uses the same
+    stream number on every link of its path (so each hop reuses the stream's ssh connection). A job starts once its
+    source holds the blob (from the start, or from a finished job), largest blob first. A cut-through job that fails
+    is replaced by rsync jobs, one per link of its path, which resume the partial files it left (and find up to date
+    the copies it completed). After any other failure no job starts; those running finish."""
 
     def __init__(
         self,
@@ -492,12 +565,14 @@ class Pipeline:
         streams: int,
         retries: int,
         bwlimit_kbps: int = 0,
+        cut_through: bool = True,
         runner: Runner = run_command,
         retry_delay: float = 2.0,
         clock: t.Callable[[], float] = time.monotonic,
         sleep: t.Callable[[float], None] = time.sleep,
     ) -> None:
         self.options = BLOB_OPTIONS + ((f"--bwlimit={bwlimit_kbps}",) if bwlimit_kbps > 0 else ())
+        self.bwlimit = bwlimit_kbps * 1024
         self.plan = plan
         self.transport = transport
         self.streams = streams
@@ -508,60 +583,124 @@ class Pipeline:
         self.sleep = sleep
         self.start = clock()
         self.transfers: list[Transfer] = []
+        self.relay_failures: list[str] = []  # cut-through jobs that failed and were replaced by rsync
         self.error: str | None = None
         self._cond = threading.Condition()
-        links = plan.links
-        self._pending = [plan.needed(link.target) for link in links]
-        self._available = [{blob.name for blob in plan.blobs if plan.holds(link.source, blob)} for link in links]
-        self._downstream = [[j for j, other in enumerate(links) if other.source == link.target] for link in links]
+        self._pending = make_jobs(plan, cut_through)
+        self._holders = {blob.name: {node for node in (None, *plan.targets) if plan.holds(node, blob)} for blob in plan.blobs}
+        self._free: dict[Link, set[int]] = {}
+        self._set_up: set[tuple[Link, int]] = set()
+        self._running = 0
+        # The relay's source, sent with each cut-through job's command (base64).
+        self._code = encode(inspect.getsource(_blob_relay).encode()) if cut_through else ""
 
     def run(self) -> None:
         """Send everything; afterwards :attr:`transfers` holds what was sent and :attr:`error` the first failure."""
-        threads = [
-            threading.Thread(target=self._work, args=(index, n), name=f"{link.label} #{n}", daemon=True)
-            for index, link in enumerate(self.plan.links)
-            for n in range(min(self.streams, len(self._pending[index])))
-        ]
-        for thread in threads:
-            thread.start()
+        threads: list[threading.Thread] = []
+        with self._cond:
+            while True:
+                if self.error is None:
+                    threads += self._start_ready()
+                if self._running == 0 and (self.error is not None or not self._pending):
+                    break
+                self._cond.wait()
         for thread in threads:
             thread.join()
 
-    def _next(self, index: int) -> Blob | None:
-        """Wait for a blob link ``index`` can send and take it; None when there is none left or a transfer failed."""
-        with self._cond:
-            while self.error is None and self._pending[index]:
-                for blob in self._pending[index]:
-                    if blob.name in self._available[index]:
-                        self._pending[index].remove(blob)
-                        return blob
-                self._cond.wait()
-            return None
+    def _free_stream(self, job: Job) -> int | None:
+        """A stream number free on every link of the job's path (the lowest), or None."""
+        free = set(range(self.streams))
+        for link in job.links:
+            free &= self._free.setdefault(link, set(range(self.streams)))
+        return min(free) if free else None
 
-    def _work(self, index: int, stream: int) -> None:
-        link = self.plan.links[index]
-        ready = False
-        while True:
-            blob = self._next(index)
-            if blob is None:
-                return
-            if not ready:  # once the stream has something to send (a relay's source may not be reachable before)
-                for argv in self.transport.stream_setup(link.source, link.target, stream):
-                    self.runner(argv)
-                ready = True
-            try:
-                transfer = self._send(link, blob, stream)
-            except Exception as exc:  # any failure must end the run, not leave the other threads waiting
-                message = str(exc) if isinstance(exc, DistributeError) else f"cannot send {blob.name} on {link.label}: {exc!r}"
+    def _start_ready(self) -> list[threading.Thread]:
+        """Start every pending job whose source holds its blob and whose links have a common free stream (lock held)."""
+        started = []
+        for job in list(self._pending):
+            if job.path[0] not in self._holders[job.blob.name]:
+                continue
+            stream = self._free_stream(job)
+            if stream is None:
+                continue
+            self._pending.remove(job)
+            for link in job.links:
+                self._free[link].discard(stream)
+            self._running += 1
+            label = " -> ".join(node_name(node) for node in job.path)
+            thread = threading.Thread(target=self._work, args=(job, stream), name=f"{label} #{stream}", daemon=True)
+            thread.start()
+            started.append(thread)
+        return started
+
+    def _work(self, job: Job, stream: int) -> None:
+        transfers: list[Transfer] = []
+        replacements: list[Job] = []
+        error = None
+        try:
+            for link in job.links:  # once the stream has something to send (a relay's source may not be reachable before)
                 with self._cond:
-                    self.error = self.error or message
-                    self._cond.notify_all()
-                return
+                    new = (link, stream) not in self._set_up
+                    self._set_up.add((link, stream))
+                if new:
+                    for argv in self.transport.stream_setup(link.source, link.target, stream):
+                        self.runner(argv)
+            if job.cut_through:
+                transfers, failure = self._relay(job, stream)
+                if failure:
+                    replacements = [Job(job.blob, (link.source, link.target), False) for link in job.links]
+            else:
+                transfers = [self._send(job.links[0], job.blob, stream)]
+        except Exception as exc:  # any failure must end the run, not leave the other threads waiting
+            error = str(exc) if isinstance(exc, DistributeError) else f"cannot send {job.blob.name} on {job.links[0].label}: {exc!r}"
+        with self._cond:
+            self._running -= 1
+            for link in job.links:
+                self._free[link].add(stream)
+            self.transfers += transfers
+            for transfer in transfers:
+                self._holders[job.blob.name].add(transfer.link.target)
+            self._pending[0:0] = replacements
+            if error is not None:
+                self.error = self.error or error
+            self._cond.notify_all()
+
+    def _relay_spec(self, job: Job, stream: int) -> dict[str, t.Any]:
+        """The spec of the job's source for the relay (:mod:`._blob_relay`), holding the specs of the hops after it."""
+        blob, blobs_dir = job.blob, self.plan.blobs_dir
+        info = os.stat(self.transport.path(None, f"{blobs_dir}/{blob.name}"))
+        nxt: dict[str, t.Any] | None = None
+        for node in reversed(job.path[1:]):
+            target = t.cast(str, node)
+            output = {"dir": self.transport.path(target, blobs_dir), "name": blob.name, "mtime_ns": info.st_mtime_ns, "mode": info.st_mode & 0o7777}
+            spec = {"node": target, "size": blob.size, "output": output, "next": nxt}
+            nxt = {"via": self.transport.relay_via(target, stream), "python": self.transport.python, "spec": spec}
+        source = job.path[0]
+        return {
+            "node": node_name(source),
+            "size": blob.size,
+            "input": self.transport.path(source, f"{blobs_dir}/{blob.name}"),
+            "bwlimit": self.bwlimit,
+            "next": nxt,
+        }
+
+    def _relay(self, job: Job, stream: int) -> tuple[list[Transfer], str | None]:
+        """Run a cut-through job; its transfers, or none and the relay's error."""
+        spec, source = self._relay_spec(job, stream), job.path[0]
+        if source is None:  # the head reads its file with this interpreter
+            argv = relay_command(sys.executable, self._code, spec)
+        else:
+            argv = self.transport.run_argv(source, relay_command(self.transport.python, self._code, spec), stream)
+        started = self.clock() - self.start
+        rc, _out, err = self.runner(argv)
+        if rc != 0:
+            route = " -> ".join(node_name(node) for node in job.path)
+            message = f"{job.blob.name} on {route}: the relay failed, rc {rc}: {_tail(err)}"
             with self._cond:
-                self.transfers.append(transfer)
-                for downstream in self._downstream[index]:
-                    self._available[downstream].add(blob.name)
-                self._cond.notify_all()
+                self.relay_failures.append(message)
+            return [], message
+        finished = self.clock() - self.start
+        return [Transfer(job.blob, link, started, finished, 1) for link in job.links], None
 
     def _send(self, link: Link, blob: Blob, stream: int) -> Transfer:
         blobs_dir = self.plan.blobs_dir
@@ -571,7 +710,11 @@ class Pipeline:
         argv = self.transport.rsync_argv(link.source, link.target, self.options, [path], dest, stream)
         rc, _out, err, attempts = _with_retries(argv, self.runner, self.retries, self.retry_delay, self.sleep)
         if rc != 0:
-            raise DistributeError(f"cannot send {blob.name} ({blob.size} bytes) on {link.label}: rsync failed ({_attempts(attempts)}), rc {rc}: {_tail(err)}")
+            before = [failure for failure in self.relay_failures if failure.startswith(f"{blob.name} ")]
+            note = f" (before it, {before[-1]})" if before else ""
+            raise DistributeError(
+                f"cannot send {blob.name} ({blob.size} bytes) on {link.label}: rsync failed ({_attempts(attempts)}), rc {rc}: {_tail(err)}{note}"
+            )
         return Transfer(blob, link, started, self.clock() - self.start, attempts)
 
 
@@ -616,6 +759,7 @@ def distribute(
     streams: int = 4,
     retries: int = 3,
     bwlimit_kbps: int = 0,
+    cut_through: bool = True,
     check_mode: bool = False,
     runner: Runner = run_command,
     retry_delay: float = 2.0,
@@ -653,11 +797,21 @@ def distribute(
         else:
             _make_blob_dirs(plan, transport, runner)
             pipeline = Pipeline(
-                plan, transport, streams=streams, retries=retries, bwlimit_kbps=bwlimit_kbps, runner=runner, retry_delay=retry_delay, clock=clock, sleep=sleep
+                plan,
+                transport,
+                streams=streams,
+                retries=retries,
+                bwlimit_kbps=bwlimit_kbps,
+                cut_through=cut_through,
+                runner=runner,
+                retry_delay=retry_delay,
+                clock=clock,
+                sleep=sleep,
             )
             try:
                 pipeline.run()
                 result.transfers = sorted(pipeline.transfers, key=lambda x: (x.started, x.finished))
+                result.relay_failures = list(pipeline.relay_failures)
                 if pipeline.error is not None:
                     raise DistributeError(pipeline.error)
                 result.metadata = sync_metadata(plan, transport, targets, retries=retries, runner=runner, retry_delay=retry_delay, sleep=sleep)

@@ -15,16 +15,21 @@ description:
     C(blobs/<etag>), C(snapshots/<commit>/<path>) (relative symlinks C(../../blobs/<etag>)) and C(refs/<revision>).
   - "First the blobs. The module lists the head's blobs (regular files in C(blobs/), without C(*.incomplete)
     downloads and hidden files) and asks each target, with one ssh command, which it holds; a blob is sent to a
-    target that lacks it or holds it at another size. Blobs go largest first, each by its own rsync, with up to
-    O(streams) rsyncs at once on each link, since one rsync stream over ssh is far slower than the link."
-  - "With O(topology=chain) the links are C(head -> targets[0]), C(targets[0] -> targets[1]), and so on: a worker
-    passes each blob on as soon as it has it (the rsync runs on the worker, started over ssh), so the total time
-    hardly grows with the number of workers. A blob a target already holds is not sent to it but is still passed on
-    from it. With O(topology=star) the head sends to every target itself, sharing its link among them."
-  - rsync writes each blob into a temporary file and renames it when complete, and keeps an interrupted one in
-    C(blobs/.sparkops-partial/) on the target, which the next run resumes; no file ever appears half written under
-    its final name. A failed rsync is tried again O(retries) times; then the module fails, naming the file, the link
-    and rsync's error, and blobs already sent stay.
+    target that lacks it or holds it at another size. Blobs go largest first, up to O(streams) at once on each link,
+    since one stream over ssh is far slower than the link."
+  - "With O(topology=chain) the links are C(head -> targets[0]), C(targets[0] -> targets[1]), and so on, and the
+    blobs go cut-through (O(cut_through)): each blob is one stream along the chain, which every worker writes to
+    disk while it passes it on (a small relay program of the collection, run with O(python) on each node, started
+    over ssh), so a worker never waits for a whole blob and the total time hardly grows with the number of workers.
+    A target that already holds a blob is skipped (the blob goes to the targets after it from it). With
+    O(topology=star) the head sends to every target itself, sharing its link among them."
+  - "Each node writes a blob into C(blobs/.sparkops-partial/) and renames it into place, with the head's mtime and
+    mode, only once it holds all of its bytes; no file ever appears half written under its final name. A cut-through
+    stream that fails is not lost: its complete copies stay, and each link of its path is sent again with rsync, which
+    resumes the partial files it left. A target that keeps a partial file from an interrupted run gets that blob with
+    rsync too (C(--partial-dir)), resuming it. Without O(cut_through) every blob goes link by link with rsync (a worker
+    passes a blob on once it holds it whole). A failed rsync is tried again O(retries) times; then the module fails,
+    naming the file, the link and rsync's error, and blobs already sent stay."
   - Then the metadata. Once every blob is on every target, the head sends C(snapshots/) and then C(refs/) to each
     target with C(rsync -a), symlinks as symlinks; refs last, so that a ref never names a snapshot a target lacks.
   - A run that finds everything in place sends no blob and changes nothing.
@@ -112,6 +117,20 @@ options:
       - The rsync program on the head and on every target (also passed as C(--rsync-path) when not V(rsync)).
     type: str
     default: rsync
+  cut_through:
+    description:
+      - Send each blob as one stream along the whole chain (or to a star's target), every worker writing it while it
+        passes it on, instead of link by link with rsync (store and forward, where each worker waits for the whole
+        blob before passing it on; about one blob's time more per hop).
+      - rsync still resumes partial files and replaces a failed stream.
+    type: bool
+    default: true
+  python:
+    description:
+      - The Python 3 interpreter on every target, which runs the cut-through relay (standard library only).
+      - The head runs it with the interpreter of this module.
+    type: str
+    default: python3
 extends_documentation_fragment:
   - sparkops.inference._attributes
 attributes:
@@ -127,6 +146,8 @@ attributes:
 notes:
   - Needs C(rsync) on every node (3.2.4 or later where O(repo_dir) has spaces), C(ssh) on the head and, with
     O(topology=chain), on every target but the last.
+  - With O(cut_through), needs Python 3 (O(python)) on every target; the relay's source goes with its command line,
+    base64-encoded, and its processes are named C(sparkops-blob-relay) (C(pkill -f sparkops-blob-relay) stops them).
   - Uses C(ssh) options C(BatchMode=yes) and C(ConnectTimeout=30); the key must have no passphrase.
   - Leaves in place the blobs, snapshots and refs a target has and the head lacks.
 seealso:
@@ -206,12 +227,14 @@ transferred:
       returned: always
       sample: 3992001072
     started:
-      description: When its rsync started, in seconds since the distribution started (the timeline of the fan-out).
+      description:
+      - When it started, in seconds since the distribution started (the timeline of the fan-out).
+      - A cut-through stream gives every link of its path the same start and time.
       type: float
       returned: always
       sample: 12.031
     seconds:
-      description: How long its rsync took, retries included.
+      description: How long it took, retries included.
       type: float
       returned: always
       sample: 4.812
@@ -251,6 +274,14 @@ metadata:
   type: dict
   sample:
     192.168.100.11: ["cd+++++++++ snapshots/0123456789abcdef0123456789abcdef01234567/", ">f+++++++++ refs/main"]
+relay_failures:
+  description:
+    - The cut-through streams that failed and were replaced by rsync, link by link, each with the relay's error (the
+      node and what it saw). Empty when none.
+  returned: always
+  type: list
+  elements: str
+  sample: []
 topology:
   description: O(topology).
   returned: always
@@ -291,6 +322,8 @@ def main() -> None:
             "ssh_multiplex": {"type": "bool", "default": True},
             "ssh_control_dir": {"type": "path"},
             "rsync": {"type": "str", "default": "rsync"},
+            "cut_through": {"type": "bool", "default": True},
+            "python": {"type": "str", "default": "python3"},
         },
         supports_check_mode=True,
     )
@@ -300,7 +333,13 @@ def main() -> None:
     control_dir = (p["ssh_control_dir"] or (os.path.dirname(p["ssh_key"]) if p["ssh_key"] else None)) if p["ssh_multiplex"] else None
     try:
         transport = SshTransport(
-            user=p["ssh_user"], key=p["ssh_key"], known_hosts=p["ssh_known_hosts"], port=p["ssh_port"], rsync=p["rsync"], control_dir=control_dir
+            user=p["ssh_user"],
+            key=p["ssh_key"],
+            known_hosts=p["ssh_known_hosts"],
+            port=p["ssh_port"],
+            rsync=p["rsync"],
+            control_dir=control_dir,
+            python=p["python"],
         )
         result = distribute(
             p["repo_dir"],
@@ -310,6 +349,7 @@ def main() -> None:
             streams=p["streams"],
             retries=p["retries"],
             bwlimit_kbps=p["bwlimit_kbps"],
+            cut_through=p["cut_through"],
             check_mode=module.check_mode,
         )
     except DistributeError as exc:

@@ -97,12 +97,12 @@ def test_interrupted_transfer_resumes_on_the_next_run() -> None:
     )
     head = node(HEAD)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and head.run("pgrep -x rsync").rc != 0:
+    while time.monotonic() < deadline and head.run("pgrep -f '[s]parkops-blob-relay'").rc != 0:
         time.sleep(0.5)
     time.sleep(3)
     head.run("pkill -KILL -f AnsiballZ_snapshot_distribute")  # the run dies (a lost controller, a reboot)...
-    for name in [HEAD, *WORKERS]:  # ...and every transfer with it, mid-file
-        node(name).run("pkill -KILL -x rsync")
+    for name in [HEAD, *WORKERS]:  # ...and every transfer with it, mid-file (the pattern does not match this shell)
+        node(name).run("pkill -KILL -f '[s]parkops-blob-relay'; pkill -KILL -x rsync")
     interrupted.wait(timeout=300)
     partial = node(WORKERS[0]).run(f"test -d {REPO_DIR}/blobs && ls {REPO_DIR}/blobs | wc -l").stdout.strip()
     run = run_site()
@@ -114,6 +114,19 @@ def test_interrupted_transfer_resumes_on_the_next_run() -> None:
 @pytest.mark.parametrize("worker", WORKERS)
 def test_worker_has_no_route_out(worker: str) -> None:
     assert node(worker).run("getent hosts huggingface.co && timeout 3 bash -c '</dev/tcp/huggingface.co/443'").rc != 0
+
+
+def test_check_mode_on_fresh_nodes_reports_what_a_run_would_do_and_writes_nothing() -> None:
+    """Nothing deployed yet (a key folder and a cache no node has): --check previews instead of failing."""
+    fresh = ["-e", "model_sync_key_dir=/etc/sparkops/model-sync-fresh", "-e", "model_sync_cache_dir=/var/lib/sparkops/fresh-hub"]
+    run = run_site("--check", *fresh)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "check mode: /etc/sparkops/model-sync-fresh/id_ed25519 would be created" in run.stdout
+    assert re.search(r"check mode: sparkops-lab/tiny-moe@main would be sent to 192\.168\.200\.\d+, 192\.168\.200\.\d+;", run.stdout), run.stdout[-3000:]
+    assert all(recap(run)[name]["changed"] >= 1 for name in [HEAD, *WORKERS]), recap(run)
+    for name in [HEAD, *WORKERS]:
+        assert not node(name).file("/etc/sparkops/model-sync-fresh").exists, name
+        assert not node(name).file("/var/lib/sparkops/fresh-hub").exists, name
 
 
 # --- the download path: `hf download` on the head from the Hub (a stand-in on the head's 127.0.0.1), gated ----------

@@ -18,20 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import MARK
 from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import (
     BLOB_OPTIONS,
     METADATA_OPTIONS,
     PARTIAL_DIR,
     Blob,
     DistributeError,
+    Job,
     Link,
     LocalTransport,
     Node,
+    Plan,
     Result,
     SshTransport,
     distribute,
     head_blobs,
     listing_argv,
+    make_jobs,
     make_links,
     node_name,
     parse_listing,
@@ -119,7 +123,10 @@ class Recorder:
         return run_command(argv)
 
     def blob_rsyncs(self) -> list[list[str]]:
-        return [argv for argv in self.commands if PARTIAL_DIR in " ".join(argv)]
+        return [argv for argv in self.commands if f"--partial-dir={PARTIAL_DIR}" in argv]
+
+    def relays(self) -> list[list[str]]:
+        return [argv for argv in self.commands if MARK in argv]
 
 
 def run(cluster: Cluster, **kwargs: t.Any) -> Result:
@@ -173,9 +180,9 @@ def test_chain_sends_every_blob_along_the_chain_then_the_metadata(tmp_path: Path
         assert sum(line.startswith("cL+++++++++ snapshots/") for line in changes) == len(cluster.info.etags)
 
 
-def test_pipeline_passes_each_blob_on_once_received_largest_first(tmp_path: Path) -> None:
+def test_store_and_forward_passes_each_blob_on_once_received_largest_first(tmp_path: Path) -> None:
     cluster = make_cluster(tmp_path)
-    result = run(cluster, streams=1)
+    result = run(cluster, streams=1, cut_through=False)
     by_link: dict[str, list[tuple[str, float, float]]] = {}
     for transfer in result.transfers:
         by_link.setdefault(transfer.link.label, []).append((transfer.blob.name, transfer.started, transfer.finished))
@@ -276,7 +283,7 @@ def test_failed_rsync_is_retried(tmp_path: Path) -> None:
     flaky = cluster.shard_blob(3)
     recorder = Recorder(fail={flaky: 2})
     delays: list[float] = []
-    result = run(cluster, runner=recorder, retries=2, retry_delay=0.5, sleep=delays.append)
+    result = run(cluster, runner=recorder, retries=2, retry_delay=0.5, sleep=delays.append, cut_through=False)
     attempts = {(x.link.target, x.blob.name): x.attempts for x in result.transfers}
     assert attempts[(TARGETS[0], flaky)] == 3
     assert sorted(attempts.values()) == [1] * 9 + [3]
@@ -289,7 +296,7 @@ def test_failure_after_the_retries_names_the_file_and_link_and_keeps_what_was_se
     bad = cluster.shard_blob(4)  # the smallest shard: with one stream the larger ones are sent before it
     recorder = Recorder(fail={bad: 99}, stderr="rsync: [sender] write error: Broken pipe (32)\n")
     with pytest.raises(DistributeError) as caught:
-        run(cluster, runner=recorder, retries=1, streams=1)
+        run(cluster, runner=recorder, retries=1, streams=1, cut_through=False)
     size = dict(cluster.sizes())[bad]
     assert str(caught.value) == (
         f"cannot send {bad} ({size} bytes) on head -> {TARGETS[0]}: rsync failed (2 attempts), rc 23: rsync: [sender] write error: Broken pipe (32)"
@@ -325,7 +332,7 @@ def test_an_interrupted_blob_stays_out_of_place_and_is_resumed(tmp_path: Path) -
     cluster = make_cluster(tmp_path, targets=TARGETS[:1], sizes=(2_000_000, 1000))
     big = cluster.sizes()[0][0]
     with pytest.raises(DistributeError, match=re.escape(f"cannot send {big} (2000000 bytes) on head -> {TARGETS[0]}: rsync failed (1 attempt), rc 124: ")):
-        run(cluster, transport=Interrupting(cluster.transport.roots, big), retries=0)
+        run(cluster, transport=Interrupting(cluster.transport.roots, big), retries=0, cut_through=False)
     partial = cluster.repo(TARGETS[0]) / "blobs" / PARTIAL_DIR / big
     assert 0 < partial.stat().st_size < 2_000_000
     assert not cluster.blob(TARGETS[0], big).exists()
@@ -340,12 +347,12 @@ def test_an_exception_in_a_transfer_ends_the_run(tmp_path: Path) -> None:
     cluster = make_cluster(tmp_path)
 
     def runner(argv: list[str]) -> tuple[int, str, str]:
-        if PARTIAL_DIR in " ".join(argv) and TARGETS[1] in argv[-1]:
+        if f"--partial-dir={PARTIAL_DIR}" in argv and TARGETS[1] in argv[-1]:
             raise RuntimeError("boom")
         return run_command(argv)
 
     with pytest.raises(DistributeError, match=rf"cannot send \w+ on {TARGETS[0]} -> {TARGETS[1]}: RuntimeError\('boom'\)"):
-        run(cluster, runner=runner)
+        run(cluster, runner=runner, cut_through=False)
 
 
 def test_a_failing_listing_fails_before_anything_is_sent(tmp_path: Path) -> None:
@@ -418,14 +425,14 @@ class Slow(LocalTransport):
         return ["sh", "-c", 'sleep "$0" && exec "$@"', str(self.delay), *argv] if PARTIAL_DIR in " ".join(options) else argv
 
 
-def test_a_chain_of_three_takes_hardly_longer_than_one_target(tmp_path: Path) -> None:
+def test_a_store_and_forward_chain_of_three_takes_hardly_longer_than_one_target(tmp_path: Path) -> None:
     one = make_cluster(tmp_path / "one", targets=TARGETS[:1])
     three = make_cluster(tmp_path / "three")
     start = time.monotonic()
-    run(one, transport=Slow(one.transport.roots), streams=1)
+    run(one, transport=Slow(one.transport.roots), streams=1, cut_through=False)
     single = time.monotonic() - start
     start = time.monotonic()
-    result = run(three, transport=Slow(three.transport.roots), streams=1)
+    result = run(three, transport=Slow(three.transport.roots), streams=1, cut_through=False)
     chain = time.monotonic() - start
     assert len(result.transfers) == 15
     # 5 blobs of 0.1 s: one target 0.5 s; the chain 7 steps, 0.7 s (3 targets one after the other: 1.5 s)
@@ -464,7 +471,7 @@ def test_listing_runs_and_parses(tmp_path: Path) -> None:
     (blobs / "def").write_bytes(b"")
     rc, out, err = run_command(listing_argv(str(blobs)))
     assert (rc, err) == (0, "")
-    assert parse_listing(out, "w") == {"abc": 4, "def": 0}
+    assert parse_listing(out, "w") == {"abc": 4, "def": 0, f"{PARTIAL_DIR}/partial": 2}
     assert run_command(listing_argv(str(tmp_path / "missing" / "blobs"))) == (0, "", "")
     with pytest.raises(DistributeError, match=r"^cannot read the blob listing of w: 'abc'$"):
         parse_listing("abc\n", "w")
@@ -501,9 +508,7 @@ def test_ssh_runs_a_quoted_command_on_a_target() -> None:
     transport = ssh_transport()
     assert transport.ssh_command() == SSH
     argv = transport.run_argv("192.168.100.11", listing_argv("/srv/hf hub/blobs"))
-    quoted = "'\"'\"'/srv/hf hub/blobs'\"'\"'"  # a single-quoted string within single quotes
-    script = f"if [ -d {quoted} ]; then exec find {quoted} -maxdepth 1 -type f -printf '\"'\"'%f %s\\n'\"'\"'; fi"
-    assert argv == [*SSH, "root@192.168.100.11", f"sh -c '{script}'"]
+    assert argv[:-1] == [*SSH, "root@192.168.100.11"]
     assert shlex.split(argv[-1]) == listing_argv("/srv/hf hub/blobs")
     assert transport.run_argv("10.0.0.2", ["mkdir", "-p", BLOBS]) == [*SSH, "root@10.0.0.2", f"mkdir -p {BLOBS}"]
 
@@ -657,7 +662,7 @@ def test_each_stream_is_set_up_before_its_first_file_and_torn_down_at_the_end(tm
     cluster = make_cluster(tmp_path, targets=TARGETS[:2], sizes=(4000, 3000, 2000, 1000))
     transport = Muxing(cluster.transport.roots)
     recorder = Recorder()
-    run(cluster, transport=transport, runner=recorder, streams=2)
+    run(cluster, transport=transport, runner=recorder, streams=2, cut_through=False)
     assert sorted(transport.setups, key=str) == sorted(
         [(None, TARGETS[0], 0), (None, TARGETS[0], 1), (TARGETS[0], TARGETS[1], 0), (TARGETS[0], TARGETS[1], 1)], key=str
     )
@@ -665,12 +670,14 @@ def test_each_stream_is_set_up_before_its_first_file_and_torn_down_at_the_end(tm
     commands = [" ".join(argv) for argv in recorder.commands]
     assert commands.count("true teardown") == 1
     # The teardown comes after the last blob and the metadata (which uses stream 0's connection).
-    last_blob = max(i for i, c in enumerate(commands) if PARTIAL_DIR in c)
+    last_blob = max(i for i, c in enumerate(commands) if f"--partial-dir={PARTIAL_DIR}" in c)
     assert last_blob < max(i for i, c in enumerate(commands) if "--itemize-changes" in c) < commands.index("true teardown")
     # The first setup comes before the first file of its link.
     for source, target in [(None, TARGETS[0]), (TARGETS[0], TARGETS[1])]:
         setups = [commands.index(f"true setup {node_name(source)} {target} {stream}") for stream in (0, 1)]
-        first = min(i for i, argv in enumerate(recorder.commands) if PARTIAL_DIR in " ".join(argv) and argv[-1].startswith(cluster.transport.path(target, "/")))
+        first = min(
+            i for i, argv in enumerate(recorder.commands) if f"--partial-dir={PARTIAL_DIR}" in argv and argv[-1].startswith(cluster.transport.path(target, "/"))
+        )
         assert min(setups) < first
     assert_converged(cluster, TARGETS[:2])
 
@@ -679,5 +686,156 @@ def test_teardown_runs_after_a_failure_too(tmp_path: Path) -> None:
     cluster = make_cluster(tmp_path, targets=TARGETS[:1])
     transport = Muxing(cluster.transport.roots)
     with pytest.raises(DistributeError):
-        run(cluster, transport=transport, runner=Recorder(fail={cluster.sizes()[0][0]: 9}), retries=0)
+        run(cluster, transport=transport, runner=Recorder(fail={cluster.sizes()[0][0]: 9}), retries=0, cut_through=False)
     assert transport.torn_down == 1
+
+
+# --- cut-through -----------------------------------------------------------------------------------------------
+
+
+def test_cut_through_sends_each_blob_along_the_whole_chain_in_one_stream(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    recorder = Recorder()
+    result = run(cluster, runner=recorder)
+    assert_converged(cluster, TARGETS)
+    assert recorder.blob_rsyncs() == []
+    assert len(recorder.relays()) == len(cluster.sizes())  # one relay a blob, started on the head
+    by_blob: dict[str, set[tuple[float, float]]] = {}
+    for transfer in result.transfers:
+        by_blob.setdefault(transfer.blob.name, set()).add((transfer.started, transfer.finished))
+    assert all(len(times) == 1 for times in by_blob.values())  # every link of a blob in the same stream
+    assert len(result.transfers) == 3 * len(cluster.sizes()) and result.relay_failures == []
+    for name, _size in cluster.sizes():
+        head = cluster.blob(None, name).stat()
+        for target in TARGETS:
+            copy = cluster.blob(target, name).stat()
+            assert (copy.st_mtime_ns, copy.st_mode) == (head.st_mtime_ns, head.st_mode), (target, name)
+    # the copies look up to date to rsync -a (same size and mtime): nothing is sent again
+    again = Recorder()
+    assert run(cluster, runner=again, cut_through=False).as_dict()["changed"] is False
+
+
+def plan_with(held: dict[str, dict[str, int]], topology: str = "chain") -> Plan:
+    blobs = (Blob("a", 30), Blob("b", 20), Blob("c", 10))
+    targets = tuple(held)
+    return Plan(REPO, topology, targets, blobs, held, make_links(targets, topology))
+
+
+def test_jobs_skip_holders_and_send_partials_by_rsync() -> None:
+    t0, t1, t2 = TARGETS
+    held = {t0: {f"{PARTIAL_DIR}/b": 7}, t1: {"a": 30}, t2: {"c": 10}}
+    a, b, c = plan_with(held).blobs
+    assert make_jobs(plan_with(held), cut_through=True) == [
+        Job(a, (None, t0), True),  # t1 holds a: it passes a on to t2
+        Job(a, (t1, t2), True),
+        Job(b, (None, t0), False),  # t0 keeps a partial of b: rsync resumes it, then b goes on from t0
+        Job(b, (t0, t1, t2), True),
+        Job(c, (None, t0, t1), True),
+    ]
+    assert make_jobs(plan_with(held), cut_through=False) == [
+        Job(a, (None, t0), False),
+        Job(a, (t1, t2), False),
+        Job(b, (None, t0), False),
+        Job(b, (t0, t1), False),
+        Job(b, (t1, t2), False),
+        Job(c, (None, t0), False),
+        Job(c, (t0, t1), False),
+    ]
+    assert make_jobs(plan_with(held, "star"), cut_through=True) == [
+        Job(a, (None, t0), True),
+        Job(a, (None, t2), True),
+        Job(b, (None, t0), False),
+        Job(b, (None, t1), True),
+        Job(b, (None, t2), True),
+        Job(c, (None, t0), True),
+        Job(c, (None, t1), True),
+    ]
+    assert Job(b, (t0, t1, t2), True).links == (Link(t0, t1), Link(t1, t2))
+
+
+def test_a_partial_left_on_a_target_is_resumed_by_rsync_and_the_rest_goes_cut_through(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path)
+    big = cluster.sizes()[0][0]
+    partial = cluster.repo(TARGETS[0]) / "blobs" / PARTIAL_DIR / big
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(cluster.blob(None, big).read_bytes()[:20_000])
+    recorder = Recorder()
+    result = run(cluster, runner=recorder)
+    assert [(argv[-2], argv[-1]) for argv in recorder.blob_rsyncs()] == [(str(cluster.blob(None, big)), f"{cluster.repo(TARGETS[0])}/blobs/")]
+    assert len(recorder.relays()) == len(cluster.sizes())  # the big blob's relay starts at TARGETS[0] once it holds it
+    assert {x.link.label for x in result.transfers if x.blob.name == big} == {
+        f"head -> {TARGETS[0]}",
+        f"{TARGETS[0]} -> {TARGETS[1]}",
+        f"{TARGETS[1]} -> {TARGETS[2]}",
+    }
+    assert_converged(cluster, TARGETS)
+
+
+class FailingHop(LocalTransport):
+    """The first relay that starts a hop to ``target`` cannot reach it (as ssh would fail to connect)."""
+
+    def __init__(self, roots: t.Mapping[Node, str], target: str) -> None:
+        super().__init__(roots)
+        self.target = target
+        self.failed = False
+
+    def relay_via(self, target: str, stream: int) -> list[str]:
+        if target == self.target and not self.failed:
+            self.failed = True
+            return ["sh", "-c", "echo 'ssh: connect to host 10.0.0.3 port 22: Connection refused' >&2; exit 255"]
+        return []
+
+
+def test_a_failed_relay_keeps_the_complete_copies_and_rsync_sends_the_rest_link_by_link(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, sizes=(3_000_000, 1000))
+    big = cluster.sizes()[0][0]
+    recorder = Recorder()
+    result = run(cluster, transport=FailingHop(cluster.transport.roots, TARGETS[1]), runner=recorder, streams=1)
+    assert_converged(cluster, TARGETS)
+    [failure] = result.relay_failures
+    assert failure.startswith(f"{big} on head -> {TARGETS[0]} -> {TARGETS[1]} -> {TARGETS[2]}: the relay failed, rc 1: ")
+    assert "ssh: connect to host 10.0.0.3 port 22: Connection refused" in failure
+    assert f"{MARK} on {TARGETS[0]}: cannot pass {big} on: " in failure
+    rsyncs = [(argv[-2], argv[-1]) for argv in recorder.blob_rsyncs()]
+    assert len(rsyncs) == 3 and all(source.endswith(f"/blobs/{big}") for source, _dest in rsyncs)  # each link of its path
+    assert result.as_dict()["relay_failures"] == [failure]
+
+
+def test_an_interrupted_relay_leaves_a_partial_that_rsync_resumes(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:1], sizes=(600_000, 1000))
+    big = cluster.sizes()[0][0]
+    seen: list[int] = []
+
+    def runner(argv: list[str]) -> tuple[int, str, str]:
+        if MARK in argv and not seen:  # the first relay is killed part way
+            seen.append(1)
+            return run_command(["timeout", "--foreground", "-s", "TERM", "0.3", *argv])  # the head relay only
+        if f"--partial-dir={PARTIAL_DIR}" in argv:
+            partial = cluster.repo(TARGETS[0]) / "blobs" / PARTIAL_DIR / big
+            seen.append(partial.stat().st_size)
+        return run_command(argv)
+
+    result = run(cluster, runner=runner, bwlimit_kbps=1000, streams=1)
+    assert_converged(cluster, TARGETS[:1])
+    [failure] = result.relay_failures
+    assert f"{MARK} on {TARGETS[0]}: received " in failure and f" of 600000 bytes of {big}: the sender stopped early" in failure
+    assert 0 < seen[1] < 600_000  # rsync found the partial the relay left
+
+
+def test_the_rate_limit_paces_the_relay(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:1], sizes=(400_000,))
+    start = time.monotonic()
+    run(cluster, bwlimit_kbps=2000)  # 2 MB/s: at least 0.2 s for the shard
+    assert time.monotonic() - start >= 0.19
+    assert_converged(cluster, TARGETS[:1])
+
+
+def test_cut_through_sets_up_each_stream_of_each_link_once(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:2], sizes=(4000, 3000, 2000, 1000))
+    transport = Muxing(cluster.transport.roots)
+    run(cluster, transport=transport, streams=2)
+    assert sorted(transport.setups, key=str) == sorted(
+        [(None, TARGETS[0], 0), (None, TARGETS[0], 1), (TARGETS[0], TARGETS[1], 0), (TARGETS[0], TARGETS[1], 1)], key=str
+    )
+    assert transport.torn_down == 1
+    assert_converged(cluster, TARGETS[:2])
