@@ -210,7 +210,12 @@ def main() -> int:
         ("plain `rsync -a`, 1 worker (baseline)", plain, mb / plain / link_mb_s, plain / chain1),
         (f"model_sync chain, 1 worker, {args.streams} streams", chain1, mb / chain1 / link_mb_s, 1.0),
         (f"model_sync chain, 3 workers, {args.streams} streams", chain3, mb / chain3 / link_mb_s, chain3 / chain1),
-        (f"store-and-forward chain (rsync link by link, `cut_through: false`), 3 workers, {args.streams} streams", stored3, mb / stored3 / link_mb_s, stored3 / chain1),
+        (
+            f"store-and-forward chain (rsync link by link, `cut_through: false`), 3 workers, {args.streams} streams",
+            stored3,
+            mb / stored3 / link_mb_s,
+            stored3 / chain1,
+        ),
         (f"star from the head, 3 workers, {args.streams} streams", star3, mb / star3 / link_mb_s, star3 / chain1),
     ]
     today = datetime.date.today().isoformat()
