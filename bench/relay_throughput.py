@@ -87,7 +87,7 @@ def main() -> int:
         root = Path(tmp)
         source = root / "source"
         with source.open("wb") as f:
-            for _ in range(args.size_mb):
+            for _block in range(args.size_mb):
                 f.write(os.urandom(1 << 20))
         source.read_bytes()  # warm the page cache
         rows = []
