@@ -13,3 +13,10 @@ def replace_section(heading: str, text: str, doc: Path = DOC) -> None:
     pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
     current = pattern.sub("", doc.read_text()).rstrip("\n") + "\n\n"
     doc.write_text(current + text.rstrip("\n") + "\n")
+
+
+def publish(heading: str, text: str, write: bool, doc: Path = DOC) -> None:
+    """Print a bench's section and, with ``write``, put it in ``doc`` (see :func:`replace_section`)."""
+    print(text)
+    if write:
+        replace_section(heading, text, doc)

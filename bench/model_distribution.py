@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmarks_doc import replace_section  # noqa: E402
+from benchmarks_doc import publish  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = [sys.executable, str(REPO / "tests" / "lab" / "spark_lab.py")]
@@ -234,10 +234,7 @@ def main() -> int:
         "",
         "Goals (issue 5): chain to 1 worker >= 0.9 of the link rate; 3 workers <= 1.3 x the 1-worker time (a star gives about 3).",
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        replace_section(SECTION, text)
+    publish(SECTION, "\n".join(lines), args.write)
     return 0
 
 

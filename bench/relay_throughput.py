@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / ".collections"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ansible_collections.sparkops.inference.plugins.module_utils import _blob_relay  # noqa: E402
-from benchmarks_doc import replace_section  # noqa: E402
+from benchmarks_doc import publish  # noqa: E402
 
 SECTION = "## Cut-through relay: the copy loop's own cost (issue 5)"
 CODE = _blob_relay.encode(inspect.getsource(_blob_relay).encode())
@@ -122,10 +122,7 @@ def main() -> int:
         "Reading: the relay's CPU per GiB is what to compare (wall times on a shared machine swing); a Spark's ssh",
         "stream carries about 0.6 GB/s, so the relay is not the limit where it copies clearly faster than that.",
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        replace_section(SECTION, text)
+    publish(SECTION, "\n".join(lines), args.write)
     return 0
 
 

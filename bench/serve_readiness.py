@@ -42,7 +42,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._openai_endpoin
 from sparklab import hf_model  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench"))
-from benchmarks_doc import replace_section  # noqa: E402
+from benchmarks_doc import publish  # noqa: E402
 
 SECTION = "## Serving readiness and reboot to serving (issue 6)"
 REPO_ID = "sparkops-lab/tiny-moe"
@@ -196,10 +196,7 @@ def main() -> int:
     lines += ["", *readiness(args.runs, args.load_s)]
     if args.reboot:
         lines += ["", *reboot(max(1, args.runs // 2))]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        replace_section(SECTION, text)
+    publish(SECTION, "\n".join(lines), args.write)
     return 0
 
 
