@@ -246,6 +246,14 @@ class Probe:
     def ready(self) -> bool:
         return self.state == READY
 
+    def stop(self, step: str, detail: str, state: str, hint: str | None = None) -> Probe:
+        """End the attempt at ``step``: record its outcome, the verdict and (when given) the hint; this probe."""
+        self.steps[step] = detail
+        self.state = state
+        if hint is not None:
+            self.hint = hint
+        return self
+
 
 def excerpt(body: bytes, limit: int = BODY_EXCERPT) -> str:
     """The start of a body as one line: whitespace runs made single spaces, at most ``limit`` characters."""
@@ -315,9 +323,7 @@ def check_once(
         return response
 
     def no_time(step: str) -> Probe:
-        probe.steps[step] = f"{NOT_TRIED} (the time ran out)"
-        probe.state = TIMEOUT
-        return probe
+        return probe.stop(step, f"{NOT_TRIED} (the time ran out)", TIMEOUT)
 
     # GET /health: informational.
     health = send("GET", "/health", {"Accept": "application/json"})
@@ -326,11 +332,11 @@ def check_once(
     probe.health_status = health.status
     if health.status is None:
         probe.steps["health"] = health.detail
-        if health.failure in (FAIL_REFUSED, FAIL_UNREACHABLE):
-            probe.state = REFUSED if health.failure == FAIL_REFUSED else UNREACHABLE
-            if health.failure == FAIL_REFUSED:
-                probe.hint = f"nothing listens on {_host_port(config.url)} (vLLM opens its port only once the model is loaded)"
-            return probe
+        if health.failure == FAIL_REFUSED:
+            hint = f"nothing listens on {_host_port(config.url)} (vLLM opens its port only once the model is loaded)"
+            return probe.stop("health", health.detail, REFUSED, hint)
+        if health.failure == FAIL_UNREACHABLE:
+            return probe.stop("health", health.detail, UNREACHABLE)
     elif 200 <= health.status < 300:
         probe.steps["health"] = f"HTTP {health.status}"
     elif health.status == 404:
@@ -343,36 +349,24 @@ def check_once(
     if models is None:
         return no_time("models")
     if models.status is None:
-        probe.steps["models"] = models.detail
-        probe.state = {FAIL_REFUSED: REFUSED, FAIL_TIMEOUT: TIMEOUT}.get(models.failure or "", UNREACHABLE)
-        return probe
+        return probe.stop("models", models.detail, {FAIL_REFUSED: REFUSED, FAIL_TIMEOUT: TIMEOUT}.get(models.failure or "", UNREACHABLE))
     if models.status in (401, 403):
-        probe.steps["models"] = http_text(models, config)
-        probe.state = UNAUTHORIZED
-        probe.hint = _unauthorized_hint(config, models.status, "/v1/models")
-        return probe
+        return probe.stop("models", http_text(models, config), UNAUTHORIZED, _unauthorized_hint(config, models.status, "/v1/models"))
     if models.status == 503:
-        probe.steps["models"] = http_text(models, config)
-        probe.state = LOADING
-        probe.hint = "/v1/models answers HTTP 503: the server is still loading"
-        return probe
+        return probe.stop("models", http_text(models, config), LOADING, "/v1/models answers HTTP 503: the server is still loading")
     if not 200 <= models.status < 300:
-        probe.steps["models"] = http_text(models, config)
-        probe.state = HTTP_ERROR
-        return probe
+        return probe.stop("models", http_text(models, config), HTTP_ERROR)
     data = _json(models.body)
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
-        probe.steps["models"] = config.redact(f"HTTP {models.status} but not a model list: {excerpt(models.body) or '(empty)'}")
-        probe.state = BAD_RESPONSE
-        probe.hint = f"{config.url} does not look like an OpenAI-compatible endpoint"
-        return probe
+        detail = config.redact(f"HTTP {models.status} but not a model list: {excerpt(models.body) or '(empty)'}")
+        return probe.stop("models", detail, BAD_RESPONSE, f"{config.url} does not look like an OpenAI-compatible endpoint")
     probe.models = [str(entry["id"]) for entry in entries if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
     if config.model not in probe.models:
-        probe.steps["models"] = f"lists {_list_names(probe.models)}, not {config.model}"
-        probe.state = MODEL_MISSING
-        probe.hint = f"the server does not serve the model {config.model!r}; it serves: {_list_names(probe.models)}"
-        return probe
+        served = _list_names(probe.models)
+        return probe.stop(
+            "models", f"lists {served}, not {config.model}", MODEL_MISSING, f"the server does not serve the model {config.model!r}; it serves: {served}"
+        )
     probe.steps["models"] = f"lists {_list_names(probe.models)}"
 
     if not config.smoke_test:
@@ -390,32 +384,20 @@ def check_once(
     health_answers = health.status is not None and 200 <= health.status < 300
     failing = "/health answers but completions fail: the engine looks wedged" if health_answers else "/v1/models lists the model but completions fail"
     if completion.status is None:
-        probe.steps["completion"] = completion.detail
         if completion.failure == FAIL_TIMEOUT:
-            probe.state = COMPLETION_FAILED
-            probe.hint = failing
-        else:
-            probe.state = REFUSED if completion.failure == FAIL_REFUSED else UNREACHABLE
-        return probe
+            return probe.stop("completion", completion.detail, COMPLETION_FAILED, failing)
+        return probe.stop("completion", completion.detail, REFUSED if completion.failure == FAIL_REFUSED else UNREACHABLE)
     if completion.status in (401, 403):
-        probe.steps["completion"] = http_text(completion, config)
-        probe.state = UNAUTHORIZED
-        probe.hint = _unauthorized_hint(config, completion.status, "/v1/chat/completions")
-        return probe
+        return probe.stop("completion", http_text(completion, config), UNAUTHORIZED, _unauthorized_hint(config, completion.status, "/v1/chat/completions"))
     if not 200 <= completion.status < 300:
-        probe.steps["completion"] = http_text(completion, config)
-        probe.state = COMPLETION_FAILED
-        probe.hint = failing
-        return probe
+        return probe.stop("completion", http_text(completion, config), COMPLETION_FAILED, failing)
     answer = _json(completion.body)
     choices = answer.get("choices") if isinstance(answer, dict) else None
     choice = choices[0] if isinstance(choices, list) and choices else None
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(answer, dict) or not isinstance(choice, dict) or not isinstance(message, dict):
-        probe.steps["completion"] = config.redact(f"HTTP {completion.status} but no choice with a message: {excerpt(completion.body) or '(empty)'}")
-        probe.state = COMPLETION_FAILED
-        probe.hint = failing
-        return probe
+        detail = config.redact(f"HTTP {completion.status} but no choice with a message: {excerpt(completion.body) or '(empty)'}")
+        return probe.stop("completion", detail, COMPLETION_FAILED, failing)
     content = message.get("content")
     reasoning = message.get("reasoning") or message.get("reasoning_content")
     finish_reason = choice.get("finish_reason")
@@ -426,10 +408,8 @@ def check_once(
     probe.usage = dict(usage) if isinstance(usage, dict) else {}
     tokens = probe.usage.get("completion_tokens")
     if not _is_int(tokens) or t.cast(int, tokens) <= 0:
-        probe.steps["completion"] = f"HTTP {completion.status} but no completion tokens (usage.completion_tokens: {json.dumps(tokens)})"
-        probe.state = NO_TOKENS
-        probe.hint = "the completion answered but generated no tokens"
-        return probe
+        detail = f"HTTP {completion.status} but no completion tokens (usage.completion_tokens: {json.dumps(tokens)})"
+        return probe.stop("completion", detail, NO_TOKENS, "the completion answered but generated no tokens")
     probe.steps["completion"] = f"HTTP {completion.status}: {tokens} tokens, finish_reason {probe.finish_reason}"
     return probe
 

@@ -512,6 +512,7 @@ class Job:
     blob: Blob
     path: tuple[Node, ...]
     cut_through: bool
+    replaces: str = ""  # the failure of the cut-through job this rsync job stands in for
 
     @property
     def links(self) -> tuple[Link, ...]:
@@ -530,23 +531,21 @@ def make_jobs(plan: Plan, cut_through: bool) -> list[Job]:
         if plan.topology == "star":
             jobs += [Job(blob, (None, target), cut_through and not plan.has_partial(target, blob)) for target in plan.targets if not plan.holds(target, blob)]
             continue
+        path: list[Node] = []  # the cut-through job being built: its source, then the targets of the run
         previous: Node = None
-        start: Node = None
-        run: list[str] = []
         for target in plan.targets:
-            if plan.holds(target, blob) or not (cut_through and not plan.has_partial(target, blob)):
-                if run:
-                    jobs.append(Job(blob, (start, *run), True))
-                    run = []
+            if cut_through and not plan.holds(target, blob) and not plan.has_partial(target, blob):
+                path = path or [previous]
+                path.append(target)
+            else:
+                if path:
+                    jobs.append(Job(blob, tuple(path), True))
+                    path = []
                 if not plan.holds(target, blob):
                     jobs.append(Job(blob, (previous, target), False))
-            else:
-                if not run:
-                    start = previous
-                run.append(target)
             previous = target
-        if run:
-            jobs.append(Job(blob, (start, *run), True))
+        if path:
+            jobs.append(Job(blob, tuple(path), True))
     return jobs
 
 
@@ -648,9 +647,9 @@ class Pipeline:
             if job.cut_through:
                 transfers, failure = self._relay(job, stream)
                 if failure:
-                    replacements = [Job(job.blob, (link.source, link.target), False) for link in job.links]
+                    replacements = [Job(job.blob, (link.source, link.target), False, failure) for link in job.links]
             else:
-                transfers = [self._send(job.links[0], job.blob, stream)]
+                transfers = [self._send(job, stream)]
         except Exception as exc:  # any failure must end the run, not leave the other threads waiting
             error = str(exc) if isinstance(exc, DistributeError) else f"cannot send {job.blob.name} on {job.links[0].label}: {exc!r}"
         with self._cond:
@@ -696,22 +695,24 @@ class Pipeline:
         if rc != 0:
             route = " -> ".join(node_name(node) for node in job.path)
             message = f"{job.blob.name} on {route}: the relay failed, rc {rc}: {_tail(err)}"
+            if rc == 127 or "not found" in err:  # a shell's "command not found", on the first node or one further on
+                message += f" (is {self.transport.python!r}, the option python, a Python 3 on every target?)"
             with self._cond:
                 self.relay_failures.append(message)
             return [], message
         finished = self.clock() - self.start
         return [Transfer(job.blob, link, started, finished, 1) for link in job.links], None
 
-    def _send(self, link: Link, blob: Blob, stream: int) -> Transfer:
-        blobs_dir = self.plan.blobs_dir
+    def _send(self, job: Job, stream: int) -> Transfer:
+        """Run an rsync job (one link) with its retries."""
+        link, blob, blobs_dir = job.links[0], job.blob, self.plan.blobs_dir
         path = self.transport.path(link.source, f"{blobs_dir}/{blob.name}")
         dest = self.transport.path(link.target, f"{blobs_dir}/")
         started = self.clock() - self.start
         argv = self.transport.rsync_argv(link.source, link.target, self.options, [path], dest, stream)
         rc, _out, err, attempts = _with_retries(argv, self.runner, self.retries, self.retry_delay, self.sleep)
         if rc != 0:
-            before = [failure for failure in self.relay_failures if failure.startswith(f"{blob.name} ")]
-            note = f" (before it, {before[-1]})" if before else ""
+            note = f" (before it, {job.replaces})" if job.replaces else ""
             raise DistributeError(
                 f"cannot send {blob.name} ({blob.size} bytes) on {link.label}: rsync failed ({_attempts(attempts)}), rc {rc}: {_tail(err)}{note}"
             )

@@ -355,6 +355,8 @@ def main() -> None:
     except DistributeError as exc:
         partial = exc.result.as_dict() if exc.result is not None else {"changed": False}
         module.fail_json(msg=str(exc), **partial)
+    for failure in result.relay_failures:
+        module.warn(f"a cut-through stream failed and rsync sent its blob link by link: {failure}")
     module.exit_json(**result.as_dict())
 
 

@@ -11,6 +11,7 @@ import random
 import re
 import shlex
 import subprocess
+import sys
 import threading
 import time
 import typing as t
@@ -839,3 +840,26 @@ def test_cut_through_sets_up_each_stream_of_each_link_once(tmp_path: Path) -> No
     )
     assert transport.torn_down == 1
     assert_converged(cluster, TARGETS[:2])
+
+
+class NoPython(LocalTransport):
+    """The first hop to ``target`` finds no Python 3 there, as a shell would say."""
+
+    def __init__(self, roots: t.Mapping[Node, str], target: str) -> None:
+        super().__init__(roots)
+        self.target = target
+        self.failed = False
+
+    def relay_via(self, target: str, stream: int) -> list[str]:
+        if target == self.target and not self.failed:
+            self.failed = True
+            return ["sh", "-c", "echo 'sh: 1: python3: not found' >&2; exit 127"]
+        return []
+
+
+def test_a_relay_without_python_on_a_target_names_the_option(tmp_path: Path) -> None:
+    cluster = make_cluster(tmp_path, targets=TARGETS[:2], sizes=(3_000_000,))
+    result = run(cluster, transport=NoPython(cluster.transport.roots, TARGETS[1]), streams=1)
+    assert_converged(cluster, TARGETS[:2])
+    [failure] = result.relay_failures
+    assert "python3: not found" in failure and failure.endswith(f"(is {sys.executable!r}, the option python, a Python 3 on every target?)")
