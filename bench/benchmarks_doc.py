@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
+def section_replaced(document: str, heading: str, body: str) -> str:
+    """``document`` with the level-2 section ``heading`` (up to the next ``## `` heading outside a code fence, or
+    the end) replaced by ``heading``, a blank line and ``body``; appended at the end when there is no such section."""
+    section = f"{heading}\n\n{body.strip(chr(10))}\n"
+    lines = document.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.rstrip("\r\n") == heading), None)
+    if start is None:
+        return (document.rstrip("\n") + "\n\n" if document.strip() else "") + section
+    end, fenced = len(lines), False
+    for i in range(start + 1, len(lines)):
+        if lines[i].startswith("```"):
+            fenced = not fenced
+        elif not fenced and lines[i].startswith("## "):
+            end = i
+            break
+    return "".join(lines[:start]) + section + ("\n" if end < len(lines) else "") + "".join(lines[end:])
+
+
 def replace_section(heading: str, text: str, doc: Path = DOC) -> None:
-    """Put ``text`` (which starts with ``heading``) in place of the section ``heading`` of ``doc``, at its end."""
-    pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
-    current = pattern.sub("", doc.read_text()).rstrip("\n") + "\n\n"
-    doc.write_text(current + text.rstrip("\n") + "\n")
+    """Put ``text`` (which starts with ``heading``) in place of the section ``heading`` of ``doc`` (see
+    :func:`section_replaced`)."""
+    body = text[len(heading) :] if text.startswith(heading) else text
+    doc.write_text(section_replaced(doc.read_text(), heading, body))
 
 
 def publish(heading: str, text: str, write: bool, doc: Path = DOC) -> None:

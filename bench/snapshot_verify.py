@@ -51,11 +51,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO / "tests" / "lab", REPO / ".collections"):  # sparklab, as tests/unit/lab/conftest.py; the collection
+for _path in (REPO / "tests" / "lab", REPO / ".collections", REPO / "bench"):  # sparklab; the collection; benchmarks_doc
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
 from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot import MODE_FULL, MODE_QUICK, SnapshotReport, check_snapshot  # noqa: E402
+from benchmarks_doc import section_replaced  # noqa: E402
 from sparklab.hf_model import (  # noqa: E402
     INDEX,
     MoeShape,
@@ -78,27 +79,6 @@ DTYPE_BYTES = {"F8_E4M3": 1, "BF16": 2, "F32": 4}
 SPARSE_PROBE = 64 * 1024 * 1024
 READ_CHUNK = 8 * 1024 * 1024
 WIDTH = 115  # docs/benchmarks.md is wrapped there
-
-
-# --- the markdown section ----------------------------------------------------------------------------------
-
-
-def replace_section(document: str, heading: str, body: str) -> str:
-    """``document`` with the level-2 section ``heading`` (up to the next ``## `` heading outside a code fence, or
-    the end) replaced by ``heading``, a blank line and ``body``; appended at the end when there is no such section."""
-    section = f"{heading}\n\n{body.strip(chr(10))}\n"
-    lines = document.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip("\r\n") == heading), None)
-    if start is None:
-        return (document.rstrip("\n") + "\n\n" if document.strip() else "") + section
-    end, fenced = len(lines), False
-    for i in range(start + 1, len(lines)):
-        if lines[i].startswith("```"):
-            fenced = not fenced
-        elif not fenced and lines[i].startswith("## "):
-            end = i
-            break
-    return "".join(lines[:start]) + section + ("\n" if end < len(lines) else "") + "".join(lines[end:])
 
 
 # --- sparse snapshots with an FP8 MoE layout ---------------------------------------------------------------
@@ -565,7 +545,7 @@ def main(argv: list[str]) -> int:
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
     if args.write:
         command = shlex.join([".venv/bin/python", "bench/snapshot_verify.py", *argv])
-        DOC.write_text(replace_section(DOC.read_text(), HEADING, section(summary, table, reading, command)))
+        DOC.write_text(section_replaced(DOC.read_text(), HEADING, section(summary, table, reading, command)))
         print(f"\nwrote the section {HEADING!r} of {DOC.relative_to(REPO)}")
     return 0
 

@@ -21,6 +21,7 @@ Note that this module util is **PRIVATE** to the collection. It can have breakin
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 import typing as t
@@ -51,7 +52,8 @@ class GateSettings:
     expected_nodes: dict[str, str] = field(default_factory=dict)  # inventory host -> fabric IP
     gpus_per_node: float = 1.0
     cluster_timeout: float = 600.0
-    min_available_mib: int = 0
+    min_available_mib: int = 0  # 0: min_available_fraction of MemTotal
+    min_available_fraction: float = 0.0
     memory_timeout: float = 120.0
     interval: float = 2.0
     meminfo_path: str = "/proc/meminfo"
@@ -73,7 +75,8 @@ class GateSettings:
                 expected_nodes={str(k): str(v) for k, v in dict(raw.get("expected_nodes") or {}).items()},
                 gpus_per_node=float(raw.get("gpus_per_node", 1.0)),
                 cluster_timeout=float(raw.get("cluster_timeout", 600.0)),
-                min_available_mib=int(raw.get("min_available_mib", 0)),
+                min_available_mib=int(raw.get("min_available_mib") or 0),
+                min_available_fraction=float(raw.get("min_available_fraction", 0.0)),
                 memory_timeout=float(raw.get("memory_timeout", 120.0)),
                 interval=float(raw.get("interval", 2.0)),
                 meminfo_path=str(raw.get("meminfo_path") or "/proc/meminfo"),
@@ -137,7 +140,8 @@ def snapshot_gate(settings: GateSettings, clock: t.Callable[[], float]) -> GateR
 
 
 def memory_gate(settings: GateSettings, read: t.Callable[[str], str], clock: t.Callable[[], float], sleep: t.Callable[[float], t.Any]) -> GateResult:
-    """``MemAvailable`` >= ``min_available_mib`` within ``memory_timeout`` (unified memory: the GPU's is the system's)."""
+    """``MemAvailable`` >= ``min_available_mib`` (or, when that is 0, ``min_available_fraction`` of ``MemTotal``: the
+    memory vLLM will take) within ``memory_timeout`` (unified memory: the GPU's is the system's)."""
     start = clock()
     deadline = start + settings.memory_timeout
     while True:
@@ -145,14 +149,15 @@ def memory_gate(settings: GateSettings, read: t.Callable[[str], str], clock: t.C
             info = parse_meminfo(read(settings.meminfo_path))
         except (OSError, MeminfoError) as exc:
             return GateResult("memory", False, f"cannot read {settings.meminfo_path}: {exc}", clock() - start)
-        if info.available_mib >= settings.min_available_mib:
-            return GateResult("memory", True, f"{info.available_mib} MiB available of {info.total_mib} (need {settings.min_available_mib})", clock() - start)
+        need = settings.min_available_mib or math.ceil(info.total_mib * settings.min_available_fraction)
+        if info.available_mib >= need:
+            return GateResult("memory", True, f"{info.available_mib} MiB available of {info.total_mib} (need {need})", clock() - start)
         now = clock()
         if now >= deadline:
             return GateResult(
                 "memory",
                 False,
-                f"only {info.available_mib} MiB available of {info.total_mib} after {settings.memory_timeout:g}s, need {settings.min_available_mib} MiB "
+                f"only {info.available_mib} MiB available of {info.total_mib} after {settings.memory_timeout:g}s, need {need} MiB "
                 f"(page cache {info.page_cache_mib} MiB): something else holds memory (see sparkops.inference.gpu_info, or the gpu_reclaim role)",
                 now - start,
             )

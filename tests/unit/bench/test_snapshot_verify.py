@@ -1,4 +1,4 @@
-"""bench/snapshot_verify.py: its docs section replacement, and the sparse snapshots it times `quick` on."""
+"""bench/snapshot_verify.py: the sparse snapshots it times `quick` on."""
 
 from __future__ import annotations
 
@@ -9,59 +9,7 @@ from ansible_collections.sparkops.inference.bench import snapshot_verify as sv
 from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot import check_snapshot
 from ansible_collections.sparkops.inference.plugins.module_utils._safetensors_header import read_header
 
-HEADING = "## Snapshot verification (hf_snapshot)"
-DOC = """# Benchmarks
-
-Intro.
-
-## Ray cluster formation
-
-Ray text.
-
-## Snapshot verification (hf_snapshot)
-
-Old figures.
-
-### A subsection of it
-
-Old detail.
-
-## Later section
-
-Later text.
-"""
 TINY = sv.Fp8Layout(hidden=64, layers=2, experts=4, block=16)
-
-
-def test_replace_section_replaces_only_that_section() -> None:
-    out = sv.replace_section(DOC, HEADING, "New figures.\n")
-    assert out == DOC.replace("Old figures.\n\n### A subsection of it\n\nOld detail.\n", "New figures.\n")
-
-
-def test_replace_section_is_idempotent() -> None:
-    once = sv.replace_section(DOC, HEADING, "New.")
-    assert sv.replace_section(once, HEADING, "New.") == once
-
-
-def test_replace_section_last_section() -> None:
-    doc = "# B\n\n## Other\n\nx\n\n" + HEADING + "\n\nold\n"
-    assert sv.replace_section(doc, HEADING, "new") == "# B\n\n## Other\n\nx\n\n" + HEADING + "\n\nnew\n"
-
-
-def test_replace_section_appends_when_missing() -> None:
-    doc = "# B\n\n## Other\n\nx\n"
-    assert sv.replace_section(doc, HEADING, "new\n") == doc + "\n" + HEADING + "\n\nnew\n"
-    assert sv.replace_section("", HEADING, "new") == HEADING + "\n\nnew\n"
-
-
-def test_replace_section_ignores_headings_in_code_fences() -> None:
-    doc = HEADING + "\n\n```md\n## not a heading\n```\n\nold\n\n## Next\n\nkept\n"
-    assert sv.replace_section(doc, HEADING, "new") == HEADING + "\n\nnew\n\n## Next\n\nkept\n"
-
-
-def test_replace_section_needs_the_exact_heading() -> None:
-    doc = "## Snapshot verification (hf_snapshot) old\n\nx\n"
-    assert sv.replace_section(doc, HEADING, "new").startswith(doc)
 
 
 @pytest.mark.parametrize(("sizes", "shards"), [([5, 5, 5, 5], 2), ([1] * 10, 3), ([100, 1, 1, 1], 4), ([3, 7, 2, 9, 4, 4, 1], 3)])

@@ -38,7 +38,7 @@ PLAYBOOK = """
         dest: "{out}/{{{{ inventory_hostname }}}}.json"
         mode: "0644"
       vars:
-        __vllm_serve_min_available_mib: 90000
+        vllm_serve_gate_min_available_mib: 90000
       when: __vllm_serve_runs_here | bool
 """
 

@@ -155,3 +155,12 @@ def test_main_prints_a_line_per_gate_and_exits_by_the_result(tmp_path: Path) -> 
     out = io.StringIO()
     assert main([str(tmp_path / "missing.json")], out) == 2 and "missing.json" in out.getvalue()
     assert main([], io.StringIO()) == 2
+
+
+def test_without_a_size_the_memory_gate_needs_the_fraction_vllm_takes_of_memtotal(tmp_path: Path) -> None:
+    clock = FakeClock()
+    gate = settings(str(tmp_path), gates=["memory"], min_available_mib=None, min_available_fraction=0.8)
+    passed = run_gates(gate, read=lambda _path: meminfo(100_000), clock=clock.clock, sleep=clock.sleep)
+    assert [(r.ok, r.message) for r in passed] == [(True, "100000 MiB available of 122000 (need 97600)")]
+    short = run_gates(gate, read=lambda _path: meminfo(97_599), clock=clock.clock, sleep=clock.sleep)
+    assert not short[0].ok and "need 97600 MiB" in short[0].message
