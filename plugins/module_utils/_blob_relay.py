@@ -73,11 +73,14 @@ def _say(node: str, message: str) -> None:
 def _open_partial(path: str) -> t.BinaryIO:
     """Open the partial file for writing, making its folder (which another relay may remove when it empties)."""
     for _attempt in range(10):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             return open(path, "wb")  # noqa: SIM115 - closed by the caller
-        except FileNotFoundError:
+        except (FileNotFoundError, FileExistsError):
+            # Removed by another relay between the two calls, or while makedirs saw it exist (it then checks isdir
+            # and raises FileExistsError): make it again.
             continue
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     return open(path, "wb")  # noqa: SIM115 - the last try raises what it meets
 
 

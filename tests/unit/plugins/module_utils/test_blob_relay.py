@@ -79,3 +79,22 @@ def test_the_command_line_needs_no_quoting() -> None:
     argv = command("python3", CODE, {"node": "n1", "path": "/srv/hf hub/it's"})
     assert argv[:4] == ["python3", "-c", _blob_relay.BOOT, MARK]
     assert all(arg.replace("+", "").replace("/", "").replace("=", "").isalnum() for arg in argv[4:])
+
+
+def test_the_partial_folder_removed_by_another_relay_is_made_again(tmp_path: Path, monkeypatch: t.Any) -> None:
+    """A relay that renames the last partial removes the folder; another one may be between making it and opening
+    its file, or inside makedirs (which then raises FileExistsError): it makes the folder again."""
+    real_makedirs = os.makedirs
+    calls: list[str] = []
+
+    def racing(path: str, exist_ok: bool = False) -> None:
+        calls.append(path)
+        if len(calls) == 1:
+            raise FileExistsError(17, "File exists", path)
+        real_makedirs(path, exist_ok=exist_ok)
+
+    monkeypatch.setattr(_blob_relay.os, "makedirs", racing)
+    part = tmp_path / "blobs" / PARTIAL_DIR / "blob"
+    with _blob_relay._open_partial(str(part)) as sink:
+        sink.write(b"x")
+    assert part.read_bytes() == b"x" and calls[0] == calls[1] == str(part.parent)  # tried again after the race
