@@ -43,6 +43,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
+    Stage("molecule-engine", ("molecule", "test", "-s", "engine"), "molecule-engine.xml"),
 )
 
 

@@ -20,6 +20,10 @@ Two layouts are understood, as huggingface_hub writes them:
 files and the safetensors shards are there and resolve, checks every safetensors header against the file's size
 (cheap: two small reads per file) and the shards against ``model.safetensors.index.json``, and in ``full`` mode
 hashes every file against its etag (:mod:`._content_hash`). The result is a :class:`SnapshotReport`.
+
+The verdict follows what the engine loads: the index's ``weight_map`` counts (every shard it names must be there, and
+hold the tensors it puts in it), its ``metadata.total_size`` does not. No loader reads that number (see
+:func:`_total_size_warning`), so a value that disagrees with the shards' headers, or is not a byte count, only warns.
 """
 
 from __future__ import annotations
@@ -167,6 +171,8 @@ class SnapshotReport:
     architectures: list[str] | None = None
     shards: int = 0
     index_total_size: int | None = None
+    # False when the index's metadata.total_size disagrees with the shards' tensor data (a warning, not a problem)
+    index_total_size_matches: bool | None = None
     tensor_bytes: int | None = None
     hashed_files: int = 0
     hashed_bytes: int = 0
@@ -213,6 +219,7 @@ class SnapshotReport:
             "architectures": self.architectures,
             "shards": self.shards,
             "index_total_size": self.index_total_size,
+            "index_total_size_matches": self.index_total_size_matches,
             "tensor_bytes": self.tensor_bytes,
             "hashed_files": self.hashed_files,
             "hashed_bytes": self.hashed_bytes,
@@ -363,8 +370,11 @@ def _resolve_local(local_dir: str, revision: str) -> _Resolution:
     return res
 
 
-def _parse_index(path: str) -> tuple[dict[str, str], int | None]:
-    """Read ``model.safetensors.index.json``: its weight_map and metadata.total_size (None when absent)."""
+def _parse_index(path: str) -> tuple[dict[str, str], t.Any]:
+    """Read ``model.safetensors.index.json``: its weight_map, and its metadata.total_size as written (None when absent).
+
+    Only the weight_map can make the index invalid; the total size is judged by :func:`_total_size_warning`.
+    """
     with open(path, encoding="utf-8") as f:
         document = json.load(f)
     if not isinstance(document, dict):
@@ -376,10 +386,50 @@ def _parse_index(path: str) -> tuple[dict[str, str], int | None]:
         if not isinstance(shard, str) or not shard or shard.startswith("/") or ".." in shard.split("/"):
             raise ValueError(f"weight_map maps {tensor!r} to {shard!r}, not a file of the snapshot")
     metadata = document.get("metadata") or {}
-    total = metadata.get("total_size") if isinstance(metadata, dict) else None
-    if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float)) or total < 0 or total != int(total)):
-        raise ValueError(f"metadata.total_size is {total!r}, not a byte count")
-    return weight_map, None if total is None else int(total)
+    return weight_map, metadata.get("total_size") if isinstance(metadata, dict) else None
+
+
+def _byte_count(value: t.Any) -> int | None:
+    """``value`` as a byte count, or None when it is not one (a bool, a string, a negative or fractional number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+        return None
+    return int(value)
+
+
+def _total_size_warning(report: SnapshotReport, total: t.Any, shards: int) -> str | None:
+    """The warning, if any, about the index's ``metadata.total_size``; sets the report's total-size fields.
+
+    ``metadata.total_size`` is whatever the tool that saved the checkpoint counted (huggingface_hub 2.4.0
+    ``serialization/_base.py:93-160`` adds each tensor's whole storage, once per storage, not the bytes the shards end
+    up holding; quantisers and converters write their own), and **no loader reads it**, so a value that disagrees
+    with the shards, or is not a byte count, cannot stop the model from loading:
+
+    * vLLM 0.30.0 reads only ``["weight_map"]`` from the index: ``model_executor/model_loader/weight_utils.py:512``
+      (``download_weights_from_hf``) and ``:621-634`` (``filter_duplicate_safetensors_files``, called from
+      ``default_loader.py:231-233``, the only check it makes on the index: the shards the weight_map names exist);
+      ``"total_size"`` appears nowhere in its loaders (nor anywhere in the wheel but an unrelated NCCL allocator).
+    * transformers 5.10.4 (vLLM 0.30's minimum) ``utils/hub.py:879-885`` copies ``metadata`` and reads
+      ``weight_map``; of the metadata, only ``dtype`` is ever read (``modeling_utils.py:841-842``).
+    * safetensors 0.8.0 opens single files and has no notion of the index (no ``total_size`` in its Python code or
+      in ``_safetensors_rust.abi3.so``); huggingface_hub 2.4.0 ``serialization/_torch.py:559-569`` loads a sharded
+      checkpoint from the weight_map alone.
+
+    So it only warns: the snapshot stays complete, and no repair (re-download, resend) is triggered by it.
+    """
+    if total is None:
+        return None
+    report.index_total_size = _byte_count(total)
+    if report.index_total_size is None:
+        return f"{INDEX_FILE}: metadata.total_size is {total!r}, not a byte count; no loader reads it, so the snapshot still loads"
+    if report.tensor_bytes is None:
+        return None
+    report.index_total_size_matches = report.tensor_bytes == report.index_total_size
+    if report.index_total_size_matches:
+        return None
+    return (
+        f"{INDEX_FILE}: metadata.total_size is {report.index_total_size} bytes, but the {shards} shard(s) hold"
+        f" {report.tensor_bytes} bytes of tensor data; no loader reads it, so the snapshot still loads"
+    )
 
 
 def _listing(names: t.Sequence[str], limit: int = 5) -> str:
@@ -445,10 +495,11 @@ class _Checker:
     def weights(self) -> None:
         report = self.report
         weight_map: dict[str, str] | None = None
+        total_size: t.Any = None
         if INDEX_FILE in self.files:
             if self.present(INDEX_FILE):
                 try:
-                    weight_map, report.index_total_size = _parse_index(self.files[INDEX_FILE].location)
+                    weight_map, total_size = _parse_index(self.files[INDEX_FILE].location)
                 except (OSError, ValueError) as exc:
                     self.corrupt(INDEX_FILE, f"not a valid safetensors index: {exc}")
             shards = sorted(set(weight_map.values())) if weight_map else []
@@ -482,11 +533,9 @@ class _Checker:
                 absent.setdefault(shard, []).append(tensor)
         for shard, tensors in sorted(absent.items()):
             self.corrupt(shard, f"{len(tensors)} tensor(s) that {INDEX_FILE} puts in it are not in its header: {_listing(sorted(tensors))}")
-        if report.index_total_size is not None and report.tensor_bytes is not None and report.tensor_bytes != report.index_total_size:
-            self.corrupt(
-                INDEX_FILE,
-                f"metadata.total_size is {report.index_total_size} bytes, but the {len(shards)} shard(s) hold {report.tensor_bytes} bytes of tensor data",
-            )
+        warning = _total_size_warning(report, total_size, len(shards))
+        if warning is not None:
+            report.warnings.append(warning)
 
     def incomplete(self, res: _Resolution) -> None:
         owners: dict[tuple[str, str], str] = {}

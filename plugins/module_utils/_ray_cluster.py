@@ -370,3 +370,289 @@ def version_mismatches(per_host: t.Mapping[str, t.Mapping[str, t.Any]]) -> list[
         reference_host = next(host for host, value in values.items() if value == reference)
         messages.extend(f"{label} {value} on {host} differs from {reference} on {reference_host}" for host, value in values.items() if value != reference)
     return messages
+
+
+# --- Tasks pinned to nodes -------------------------------------------------------------------------------------------
+
+# Runs under the Ray interpreter on a node of the cluster (the head), stdlib and ray only, and prints one JSON object
+# as SCRIPT does. It connects to the cluster, reads the module utils named in its arguments from `module_dir` (the
+# collection's copy where it runs), and runs `entry` ("package.module:function") of them once on each chosen node: one
+# Ray task per node, pinned to it (NodeAffinitySchedulingStrategy, soft=False: never elsewhere), with num_cpus=0 and no
+# GPU, so that it never competes with an engine's placement group, and no retries. The module sources travel with the
+# task and are imported there from memory, so the nodes need nothing installed but Ray. The chosen nodes: the alive
+# ones with a GPU or with an address in `include_ips`, less the head when `skip_head`. The tasks get `timeout` seconds;
+# a watchdog thread prints what was gathered and ends the process after `deadline` seconds whatever Ray does.
+NODE_TASK_SCRIPT = r"""
+import json, logging, os, platform, sys, threading, time
+
+args = json.loads(sys.argv[1])
+os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "1")
+out = {"python_version": platform.python_version(), "python_executable": sys.executable, "alive": [], "results": []}
+real_stdout = os.dup(1)
+os.dup2(2, 1)
+emitting = threading.Lock()
+
+
+def emit(rc):
+    emitting.acquire()
+    for _ in range(3):
+        try:
+            text = json.dumps(out, default=str, sort_keys=True)
+            break
+        except RuntimeError:  # the main thread changed `out` while the watchdog read it
+            time.sleep(0.05)
+    else:
+        text = json.dumps({k: out.get(k) for k in ("python_version", "python_executable", "ray_version", "deadline_error")}, default=str)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    os.write(real_stdout, (text + "\n").encode("utf-8"))
+    os._exit(rc)
+
+
+def watchdog():
+    time.sleep(float(args["deadline"]))
+    out["deadline_error"] = "no answer within %gs" % float(args["deadline"])
+    emit(0)
+
+
+threading.Thread(target=watchdog, daemon=True).start()
+
+
+def run_on_node(sources, entry, spec):
+    # Runs in a Ray worker on the chosen node: import the shipped module utils from memory, call the entry point.
+    import importlib, importlib.abc, importlib.util, socket, sys
+
+    class Shipped(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def __init__(self, sources):
+            self.sources = sources
+            self.packages = set()
+            for name in sources:
+                parts = name.split(".")
+                self.packages.update(".".join(parts[:i]) for i in range(1, len(parts)))
+
+        def find_spec(self, name, path=None, target=None):
+            if name in self.sources or name in self.packages:
+                return importlib.util.spec_from_loader(name, self, origin="<shipped %s>" % name, is_package=name in self.packages)
+            return None
+
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            source = self.sources.get(module.__name__)
+            if source is not None:
+                exec(compile(source, module.__spec__.origin, "exec"), module.__dict__)
+
+    finder = Shipped(sources)
+    names = set(finder.sources) | finder.packages
+    saved = {name: sys.modules.pop(name) for name in list(sys.modules) if name in names}
+    sys.meta_path.insert(0, finder)
+    try:
+        module_name, _, function = entry.partition(":")
+        value = getattr(importlib.import_module(module_name), function)(spec)
+    finally:
+        sys.meta_path.remove(finder)
+        for name in list(sys.modules):
+            if name in names:
+                del sys.modules[name]
+        sys.modules.update(saved)
+    return {"value": value, "hostname": socket.gethostname()}
+
+
+def last_line(exc):
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return "%s: %s" % (type(exc).__name__, lines[-1] if lines else exc)
+
+
+try:
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+except Exception as exc:
+    out["import_error"] = "%s: %s" % (type(exc).__name__, exc)
+    emit(0)
+out["ray_version"] = getattr(ray, "__version__", None)
+try:
+    sources = {}
+    for name in args["modules"]:
+        with open(os.path.join(args["module_dir"], name + ".py"), encoding="utf-8") as f:
+            sources[args["package"] + "." + name] = f.read()
+except OSError as exc:
+    out["setup_error"] = "cannot read the module utils to send: %s" % exc
+    emit(0)
+kwargs = {"address": args["address"], "logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": False}
+try:
+    ray.init(**kwargs)
+except BaseException as exc:
+    out["connect_error"] = "%s: %s" % (type(exc).__name__, exc)
+    emit(0)
+try:
+    include = set(args.get("include_ips") or [])
+    targets = []
+    for node in ray.nodes():
+        resources = node.get("Resources") or {}
+        record = {
+            "node_id": str(node.get("NodeID") or ""),
+            "ip": str(node.get("NodeManagerAddress") or ""),
+            "hostname": str(node.get("NodeManagerHostname") or ""),
+            "is_head": "node:__internal_head__" in resources,
+            "gpus": float(resources.get("GPU") or 0),
+        }
+        if not node.get("Alive", node.get("alive")):
+            continue
+        out["alive"].append(record)
+        if record["is_head"] and args.get("skip_head"):
+            continue
+        if record["gpus"] > 0 or record["ip"] in include:
+            targets.append(record)
+    refs = {}
+    if targets:
+        task = ray.remote(run_on_node)
+        shipped = ray.put(sources)
+        entry = "%s.%s" % (args["package"], args["entry"])
+        for record in targets:
+            strategy = NodeAffinitySchedulingStrategy(node_id=record["node_id"], soft=False)
+            options = {"num_cpus": 0, "num_gpus": 0, "max_retries": 0, "scheduling_strategy": strategy, "name": "sparkops-node-check"}
+            refs[record["node_id"]] = task.options(**options).remote(shipped, entry, args["spec"])
+        ready, _pending = ray.wait(list(refs.values()), num_returns=len(refs), timeout=float(args["timeout"]))
+        ready = set(ready)
+    for record in targets:
+        ref = refs[record["node_id"]]
+        result = dict(record)
+        if ref not in ready:
+            result["state"] = "timeout"
+            try:
+                ray.cancel(ref, force=True)
+            except BaseException:
+                pass
+        else:
+            try:
+                answer = ray.get(ref)
+                result.update(state="done", value=answer["value"], task_hostname=answer["hostname"])
+            except BaseException as exc:
+                result.update(state="failed", error=last_line(exc))
+        out["results"].append(result)
+except BaseException as exc:
+    out["error"] = last_line(exc)
+finally:
+    try:
+        ray.shutdown()
+    except BaseException:
+        pass
+emit(0)
+"""
+
+
+@dataclass(frozen=True)
+class NodeTaskResult:
+    """What the task pinned to one node gave: ``state`` is ``done`` (``value`` is what it returned), ``failed``
+    (``error``: it raised, or Ray could not run it there) or ``timeout`` (no answer in time)."""
+
+    node_id: str
+    ip: str
+    hostname: str
+    state: str
+    value: t.Any = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class NodeTaskRun:
+    """One run of :data:`NODE_TASK_SCRIPT`: the alive nodes it saw (``node_id``, ``ip``, ``hostname``, ``is_head``,
+    ``gpus``), a result per chosen node, and ``failure`` when the run could not complete (no connection, an error, its
+    deadline)."""
+
+    ray_version: str
+    python_version: str
+    alive: list[dict[str, t.Any]]
+    results: list[NodeTaskResult]
+    failure: str | None = None
+    stderr: str = ""
+
+    @property
+    def head_ips(self) -> list[str]:
+        return [str(node.get("ip") or "") for node in self.alive if node.get("is_head")]
+
+
+def node_task_args(
+    address: str | None,
+    module_dir: str,
+    package: str,
+    modules: t.Sequence[str],
+    entry: str,
+    spec: t.Any,
+    timeout: float,
+    deadline: float,
+    include_ips: t.Iterable[str] = (),
+    skip_head: bool = True,
+) -> str:
+    """The single JSON argument :data:`NODE_TASK_SCRIPT` reads: ``entry`` is ``module:function`` within ``package``,
+    ``modules`` the names (no ``.py``) of the files in ``module_dir`` to send, ``spec`` the function's one argument."""
+    return json.dumps(
+        {
+            "address": address or "auto",
+            "module_dir": module_dir,
+            "package": package,
+            "modules": list(modules),
+            "entry": entry,
+            "spec": spec,
+            "timeout": float(timeout),
+            "deadline": float(deadline),
+            "include_ips": sorted(set(include_ips)),
+            "skip_head": bool(skip_head),
+        },
+        sort_keys=True,
+    )
+
+
+def build_node_task_argv(python: str, arguments: str) -> list[str]:
+    """The argv that runs :data:`NODE_TASK_SCRIPT` with ``arguments`` (from :func:`node_task_args`)."""
+    return [python, "-c", NODE_TASK_SCRIPT, arguments]
+
+
+def parse_node_task_output(rc: int, stdout: str, stderr: str, python: str) -> NodeTaskRun:
+    """Turn one run of :data:`NODE_TASK_SCRIPT` into a :class:`NodeTaskRun`, or raise :class:`RayClusterError` when
+    it printed no result or Ray is not importable."""
+    tail = stderr_tail(stderr)
+    try:
+        data = _last_json_object(stdout)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        if "ModuleNotFoundError" in tail or "ImportError" in tail:
+            last = tail.splitlines()[-1] if tail else ""
+            raise RayClusterError(f"ray is not importable by {python}: {last}")
+        detail = f"stderr: {tail}" if tail else f"stdout: {(stdout or '').strip()[-500:]!r}"
+        raise RayClusterError(f"running {python} did not print the expected JSON object (rc={rc}); {detail}")
+    if data.get("import_error"):
+        raise RayClusterError(f"ray is not importable by {python}: {data['import_error']}")
+    failure = None
+    for key in ("setup_error", "connect_error", "error", "deadline_error"):
+        if data.get(key):
+            failure = str(data[key])
+            break
+    alive = [dict(node) for node in data.get("alive") or [] if isinstance(node, dict)]
+    results: list[NodeTaskResult] = []
+    for raw in data.get("results") or []:
+        if not isinstance(raw, dict):
+            raise RayClusterError(f"{python} reported a node result that is not an object: {raw!r}")
+        results.append(
+            NodeTaskResult(
+                node_id=str(raw.get("node_id") or ""),
+                ip=str(raw.get("ip") or ""),
+                hostname=str(raw.get("hostname") or ""),
+                state=str(raw.get("state") or "failed"),
+                value=raw.get("value"),
+                error=str(raw.get("error") or ""),
+            )
+        )
+    return NodeTaskRun(
+        ray_version=str(data.get("ray_version") or ""),
+        python_version=str(data.get("python_version") or ""),
+        alive=alive,
+        results=results,
+        failure=failure,
+        stderr=stderr or "",
+    )

@@ -20,11 +20,15 @@ description:
   - "O(mode=quick) checks that the revision resolves to a commit; that the O(required_files) and every shard named in
     C(model.safetensors.index.json) (or the single C(model.safetensors)) are there and every symlink resolves; that
     each C(.safetensors) file's header parses and its size is exactly 8 + the header length + the end of the last
-    tensor's data (which a truncated download breaks); that the shards hold every tensor of the index's C(weight_map)
-    and as many bytes of tensor data as its C(metadata.total_size); and that no C(.incomplete) download of the
-    snapshot's files is left (in a hub cache, one next to its whole blob is what a killed attempt left: it only warns,
-    see RV(stale_partials)). A snapshot with a C(config.json) but no weights is incomplete. It reads headers only:
-    a 119 GB snapshot is checked in well under a second."
+    tensor's data (which a truncated download breaks); that the shards hold every tensor of the index's C(weight_map);
+    and that no C(.incomplete) download of the snapshot's files is left (in a hub cache, one next to its whole blob is
+    what a killed attempt left: it only warns, see RV(stale_partials)). A snapshot with a C(config.json) but no
+    weights is incomplete. It reads headers only: a 119 GB snapshot is checked in well under a second."
+  - "The verdict follows what the engine loads. The index's C(metadata.total_size) is compared with the shards'
+    tensor data, but no loader reads it (vLLM reads only the index's C(weight_map); transformers, safetensors and
+    huggingface_hub do not use the total either), so a value that disagrees, or is not a byte count, only warns (the
+    task's warnings, and RV(index_total_size_matches=false)): the snapshot stays complete and nothing is fetched or
+    sent again for it."
   - O(mode=full) also hashes every file and compares it with its etag, the content address the Hub gives it (the
     sha256 of an LFS file such as a weight shard, the git blob sha1 of a regular file), in parallel across files. It
     finds a shard corrupted in place at the same size, which O(mode=quick) cannot. It keeps a manifest of the files
@@ -301,10 +305,19 @@ shards:
   type: int
   sample: 39
 index_total_size:
-  description: C(metadata.total_size) of C(model.safetensors.index.json); null without an index or that field.
+  description:
+    - C(metadata.total_size) of C(model.safetensors.index.json); null without an index or that field, or when it is not
+      a byte count (which only warns).
   returned: always
   type: int
   sample: 126468718592
+index_total_size_matches:
+  description:
+    - Whether RV(index_total_size) equals RV(tensor_bytes); null when either is null.
+    - V(false) only warns and never makes the snapshot incomplete, since no loader reads C(metadata.total_size).
+  returned: always
+  type: bool
+  sample: true
 tensor_bytes:
   description: The bytes of tensor data in the shards, by their headers; null unless every shard's header is good.
   returned: always

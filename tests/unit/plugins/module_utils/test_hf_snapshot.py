@@ -131,6 +131,7 @@ def test_complete_cache_snapshot(tmp_path: Path) -> None:
     assert result["shards"] == 3
     index = json.loads(cache.files[INDEX])
     assert result["index_total_size"] == result["tensor_bytes"] == index["metadata"]["total_size"] > 0
+    assert result["index_total_size_matches"] is True
     assert (result["hashed_files"], result["hashed_bytes"], result["reused_files"]) == (0, 0, 0)
     assert result["manifest_path"] is None and result["manifest_written"] is False
     assert result["incomplete_files"] == [] and result["unverified"] == []
@@ -174,7 +175,7 @@ def test_nested_files_and_single_weights_file(tmp_path: Path) -> None:
     report = check(cache)
     assert report.complete, report.problems
     assert report.shards == 1
-    assert report.index_total_size is None
+    assert report.index_total_size is None and report.index_total_size_matches is None
     assert report.tensor_bytes is not None and report.tensor_bytes > 0
     assert "original/params.json" in [f.path for f in report.files]
 
@@ -411,16 +412,59 @@ def test_index_names_a_tensor_its_shard_lacks(tmp_path: Path) -> None:
     assert [c.as_dict() for c in report.corrupt] == [{"path": SHARD_3, "reason": f"1 tensor(s) that {INDEX} puts in it are not in its header: lm_head.weight"}]
 
 
-def test_index_total_size_must_match_the_tensor_data(tmp_path: Path) -> None:
+def with_total_size(files: dict[str, bytes], total: t.Any) -> int:
+    """Set the index's metadata.total_size to ``total``; return the bytes of tensor data it held before."""
+    index = json.loads(files[INDEX])
+    before = index["metadata"]["total_size"]
+    index["metadata"]["total_size"] = total
+    files[INDEX] = json.dumps(index).encode()
+    return int(before)
+
+
+@pytest.mark.parametrize("mode", ["quick", "full"])
+def test_index_total_size_mismatch_only_warns(tmp_path: Path, mode: str) -> None:
+    """No loader reads metadata.total_size (vLLM reads only the weight_map): a snapshot it disagrees with loads, so it is complete."""
+    files = model_files(tmp_path / "staging")
+    total = with_total_size(files, 12345)
+    report = check(build_cache(tmp_path, files=files), mode=mode, manifest=False)
+    assert report.complete is True, report.problems
+    assert report.problems == [] and report.corrupt == [] and report.missing == []
+    assert report.index_total_size == 12345 and report.tensor_bytes == total
+    assert report.index_total_size_matches is False
+    assert report.warnings == [
+        f"{INDEX}: metadata.total_size is 12345 bytes, but the 3 shard(s) hold {total} bytes of tensor data; no loader reads it, so the snapshot still loads"
+    ]
+    assert report.as_dict()["index_total_size_matches"] is False
+
+
+@pytest.mark.parametrize("total", ["big", -1, 1.5, True, None])
+def test_index_total_size_that_is_not_a_byte_count_only_warns(tmp_path: Path, total: t.Any) -> None:
+    files = model_files(tmp_path / "staging")
+    with_total_size(files, total)
+    report = check(build_cache(tmp_path, files=files))
+    assert report.complete is True, report.problems
+    assert report.index_total_size is None and report.index_total_size_matches is None
+    if total is None:
+        assert report.warnings == []
+    else:
+        assert report.warnings == [f"{INDEX}: metadata.total_size is {total!r}, not a byte count; no loader reads it, so the snapshot still loads"]
+
+
+def test_a_total_size_mismatch_does_not_hide_real_corruption(tmp_path: Path) -> None:
+    """With total_size wrong too, a truncated shard and a tensor the index misplaces still make the snapshot incomplete."""
     files = model_files(tmp_path / "staging")
     index = json.loads(files[INDEX])
-    total = index["metadata"]["total_size"]
-    index["metadata"]["total_size"] = total + 2
+    index["weight_map"]["lm_head.weight"] = SHARD_3
+    index["metadata"]["total_size"] = 1
     files[INDEX] = json.dumps(index).encode()
+    files[SHARD_2] = files[SHARD_2][:-5]
     report = check(build_cache(tmp_path, files=files))
-    assert [c.as_dict() for c in report.corrupt] == [
-        {"path": INDEX, "reason": f"metadata.total_size is {total + 2} bytes, but the 3 shard(s) hold {total} bytes of tensor data"}
-    ]
+    assert report.complete is False
+    assert [c.path for c in report.corrupt] == [SHARD_2, SHARD_3]
+    assert report.corrupt[0].reason.startswith("bad safetensors file: ")
+    # the shards' tensor bytes are unknown with a bad header: no total-size verdict, only the corruption
+    assert report.tensor_bytes is None and report.index_total_size_matches is None
+    assert not any("total_size" in w for w in report.warnings)
 
 
 @pytest.mark.parametrize(
@@ -430,7 +474,6 @@ def test_index_total_size_must_match_the_tensor_data(tmp_path: Path) -> None:
         (b"[]", "not a valid safetensors index: not a JSON object"),
         (b'{"weight_map": {}}', "not a valid safetensors index: no weight_map"),
         (b'{"weight_map": {"w": "../../escape.safetensors"}}', "not a valid safetensors index: weight_map maps 'w' to '../../escape.safetensors'"),
-        (b'{"metadata": {"total_size": "big"}, "weight_map": {"w": "a.safetensors"}}', "metadata.total_size is 'big', not a byte count"),
     ],
 )
 def test_bad_index(tmp_path: Path, content: bytes, reason: str) -> None:

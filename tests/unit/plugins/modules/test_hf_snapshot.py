@@ -20,6 +20,7 @@ from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_c
     REPO_ID,
     build_cache,
     build_local_dir,
+    model_files,
     shard_name,
 )
 
@@ -130,6 +131,25 @@ def test_warnings_are_passed_on(tmp_path: Path, capsys: pytest.CaptureFixture[st
     result, warnings = run_module({"repo_id": REPO_ID, "cache_dir": str(cache.cache_dir)}, capsys)
     assert result["complete"] is True
     assert warnings == [f"blobs/{'a' * 64}.incomplete: a partial download of no file of this snapshot (another revision, or a download in progress)"]
+
+
+def test_a_total_size_mismatch_warns_and_does_not_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No loader reads the index's metadata.total_size: the task passes, warns, and lists nothing for model_sync to repair."""
+    files = model_files(tmp_path / "staging")
+    index = json.loads(files[INDEX])
+    total = index["metadata"]["total_size"]
+    index["metadata"]["total_size"] = total + 2
+    files[INDEX] = json.dumps(index).encode()
+    cache = build_cache(tmp_path, files=files)
+    result, warnings = run_module({"repo_id": REPO_ID, "cache_dir": str(cache.cache_dir), "mode": "full", "manifest": False}, capsys)
+    assert not result.get("failed"), result
+    assert result["complete"] is True
+    assert result["corrupt"] == [] and result["missing"] == [] and result["problems"] == []
+    assert (result["index_total_size"], result["tensor_bytes"], result["index_total_size_matches"]) == (total + 2, total, False)
+    assert warnings == [
+        f"{INDEX}: metadata.total_size is {total + 2} bytes, but the 3 shard(s) hold {total} bytes of tensor data;"
+        " no loader reads it, so the snapshot still loads"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -25,20 +25,17 @@ class ConfigError(Exception):
 @dataclass
 class Behaviour:
     load_seconds: float = 3.0  # port bound but not listening: connection refused, as while vLLM loads
-    unhealthy_seconds: float = 1.0  # then listening, /health and /v1/* 503
-    crash_at_start: bool = False  # after load_seconds: an engine-core traceback, exit 1
+    unhealthy_seconds: float = 1.0  # then listening, /health and /v1/* 503 (guessed: vLLM has no such window)
+    crash_at_start: bool = False  # after load_seconds: the engine core fails to start, exit 1
     wedged: bool = False  # /health 200 and /v1/models fine, completions 500
     reasoning_tokens: int = 16  # tokens a reasoning model thinks before it answers
     answer_tokens: int = 24  # tokens of an answer (finish_reason "stop" when max_tokens allows them all)
     tokens_per_second: float = 200.0  # generation pace of each request
-    gpu_mib: int = 1024  # the GPU marker of the serving process (and of a headless rank)
-    worker_gpu_mib: int = 512  # the GPU marker of each Ray worker actor
-    gpus_per_node: int = 1  # one GB10 per Spark
+    gpu_mib: int = 1024  # the GPU marker of the serving process with the uni executor (one GPU, in-process)
+    worker_gpu_mib: int = 512  # the GPU marker of each Ray worker actor (RayWorkerProc)
+    gpus_per_node: int = 1  # GPUs this node has (one GB10 per Spark): vLLM's device_count()
     placement_group_seconds: float = 10.0  # Ray: how long to wait for the placement group (vLLM: 1800)
-    peer_wait_seconds: float = 120.0  # mp: how long rank 0 waits for the other ranks, and they try to reach it
-    peer_timeout_seconds: float = 10.0  # mp peer or Ray actor silent for this long: the engine is dead
-    monitor_seconds: float = 2.0  # Ray: how often every worker actor is pinged
-    dead_linger_seconds: float = 1.0  # engine dead: /health 503 for this long, then exit 1
+    watchdog_seconds: float = 5.0  # how often the API server checks for a dead engine (vLLM: 5)
 
 
 def env_name(key: str) -> str:

@@ -1,11 +1,12 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Find the model as vLLM does through huggingface_hub with no network, and derive its context length.
+"""Find the model as vLLM 0.30.0 does with huggingface_hub and no network, and derive its context length.
 
-MODEL is a local folder holding config.json, or a repo id looked up in the hub cache
-(``--download-dir``, else ``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``):
-``models--<org>--<name>/refs/<revision>`` names the commit, ``snapshots/<commit>/config.json`` must exist.
+With ``HF_HUB_OFFLINE`` set, ``EngineArgs.__post_init__`` replaces a repo id by its cached snapshot folder
+(``engine/arg_utils.py:840-863``, ``transformers_utils/repo_utils.py:279-297``: ``snapshot_download`` with
+``local_files_only``, in the hub cache: ``$HF_HUB_CACHE``, else ``$HF_HOME/hub``; ``--download-dir`` plays no
+part). Then ``ModelConfig`` reads the folder's ``config.json`` (``transformers_utils/config.py:767-800``).
 """
 
 from __future__ import annotations
@@ -18,20 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from .logs import Fatal, log
+from .pydantic_errors import value_error
 
 # The config.json keys vLLM derives the context length from (the smallest one present wins).
 MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length", "max_sequence_length", "max_seq_length", "seq_len")
 DEFAULT_MAX_LEN = 2048  # vLLM's fallback when the config names none
 COMMIT = re.compile(r"[0-9a-f]{40}")
-JINJA_CHARS = "{}\n"
-OFFLINE_ERROR = (
-    "huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in the disk cache and outgoing traffic "
-    "has been disabled. To enable hf.co look-ups and downloads online, set 'HF_HUB_OFFLINE=0' as environment variable."
+TRUE = ("1", "ON", "YES", "TRUE")  # huggingface_hub constants.py:12-19
+# huggingface_hub 2.4.0 _snapshot_download.py:381-386 (local_files_only=True, as get_model_path passes it)
+NOT_CACHED = (
+    "Cannot find an appropriate cached snapshot folder for the specified revision on the local disk and outgoing traffic has been "
+    "disabled. To enable repo look-ups and downloads online, pass 'local_files_only=False' as input."
 )
-NETWORK_ERROR = (
-    "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we "
-    "cannot find the requested files in the local cache. Please check your connection and try again or make sure your "
-    "Internet connection is on."
+LONG_WARNING = (  # config/model.py:2525-2532
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position encoding (RoPE), positions "
+    "exceeding derived_max_model_len lead to nan. If the model uses absolute position encoding, positions exceeding "
+    "derived_max_model_len will cause a CUDA array out-of-bounds error."
 )
 
 
@@ -46,9 +49,8 @@ class Model:
     has_weights: bool
 
 
-def hub_cache(download_dir: str | None) -> Path:
-    if download_dir:
-        return Path(download_dir)
+def hub_cache() -> Path:
+    """huggingface_hub constants.py:160-181: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub."""
     if os.environ.get("HF_HUB_CACHE"):
         return Path(os.environ["HF_HUB_CACHE"])
     home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
@@ -56,11 +58,27 @@ def hub_cache(download_dir: str | None) -> Path:
 
 
 def offline() -> bool:
-    return any(os.environ.get(name, "").strip().upper() in ("1", "ON", "YES", "TRUE") for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    """huggingface_hub constants.py:194: HF_HUB_OFFLINE, else TRANSFORMERS_OFFLINE."""
+    return (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "").upper() in TRUE
 
 
-def invalid_model(model: str, cause: str = "") -> Fatal:
-    """vLLM's error when neither the Hub (here: its cache) nor a local folder gives a config."""
+def offline_path(model: str, revision: str | None) -> str:
+    """get_model_path: an existing path as it is; a repo id as its cached snapshot folder, or LocalEntryNotFoundError."""
+    if os.path.exists(model):
+        return model
+    wanted = revision or "main"
+    repo = hub_cache() / ("models--" + model.replace("/", "--"))
+    ref = repo / "refs" / wanted
+    commit = ref.read_text().strip() if ref.is_file() else wanted
+    folder = repo / "snapshots" / commit
+    if not folder.is_dir():
+        raise Fatal("huggingface_hub.errors.LocalEntryNotFoundError", NOT_CACHED)
+    log("INFO", "arg_utils.py:848", f"HF_HUB_OFFLINE is True, replace model_id [{model}] to model_path [{folder}]")
+    return str(folder)
+
+
+def invalid_model(model: str) -> Fatal:
+    """transformers_utils/config.py:787-800 (the message ends with a newline), in ModelConfig's ValidationError."""
     message = (
         f"Invalid repository ID or local directory specified: '{model}'.\n"
         "Please verify the following requirements:\n"
@@ -68,30 +86,25 @@ def invalid_model(model: str, cause: str = "") -> Fatal:
         "2. Specify a local directory that contains a recognized configuration file.\n"
         "   - For Hugging Face models: ensure the presence of a 'config.json'.\n"
         "   - For Mistral models: ensure the presence of a 'params.json'.\n"
-        "3. For GGUF: pass the local path of the GGUF checkpoint.\n"
-        "   Loading GGUF from a remote repo directly is not yet supported."
     )
-    return Fatal("ValueError", message, cause)
+    return value_error("ModelConfig", message, "model", model)
 
 
-def snapshot_folder(model: str, revision: str | None, download_dir: str | None) -> Path:
-    """The folder of MODEL: a local folder, or the cached snapshot of the repo id at ``revision``."""
-    local = Path(model).expanduser()
-    if local.is_dir():
+def config_folder(model: str, revision: str | None) -> Path:
+    """get_config's look-up: a local folder with config.json; without a network a repo id is found only when its
+    config.json is in the hub cache (repo_utils.py:255-276 try_to_load_from_cache)."""
+    local = Path(model)
+    if local.exists():
         if not (local / "config.json").is_file():
             raise invalid_model(model)
         return local
-    cause = OFFLINE_ERROR if offline() else NETWORK_ERROR
-    if model.startswith(("/", "./", "../", "~")) or model.count("/") > 1:
-        raise invalid_model(model, cause)
-    repo = hub_cache(download_dir) / ("models--" + model.replace("/", "--"))
+    repo = hub_cache() / ("models--" + model.replace("/", "--"))
     wanted = revision or "main"
     ref = repo / "refs" / wanted
     commit = ref.read_text().strip() if ref.is_file() else wanted
     folder = repo / "snapshots" / commit
     if not COMMIT.fullmatch(commit) or not (folder / "config.json").is_file():
-        log("WARNING", "config.py:610", f"Repo {model} (revision {wanted}) not found in the cache {repo.parent}: {cause.split(': ', 1)[1]}")
-        raise invalid_model(model, cause)
+        raise invalid_model(model)
     return folder
 
 
@@ -106,21 +119,17 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def load_chat_template(folder: Path, given: str | None) -> str | None:
-    """--chat-template (a file, or the template itself), else the tokenizer's (tokenizer_config.json, chat_template.jinja)."""
+    """--chat-template (a file, or the template itself: the CLI checked it), else the tokenizer's
+    (chat_template.jinja, tokenizer_config.json's chat_template; a list of named ones: "default", else the first)."""
     if given:
-        try:
-            return Path(given).read_text(encoding="utf-8")
-        except OSError as exc:
-            if not any(char in given for char in JINJA_CHARS):
-                raise Fatal("ValueError", f"The supplied chat template ({given}) looks like a file path, but it failed to be opened. Reason: {exc}") from None
-            return given
+        return Path(given).read_text(encoding="utf-8") if Path(given).is_file() else given
     jinja = folder / "chat_template.jinja"
     if jinja.is_file():
         return jinja.read_text(encoding="utf-8")
     tokenizer_config = folder / "tokenizer_config.json"
     if tokenizer_config.is_file():
         template = read_json(tokenizer_config).get("chat_template")
-        if isinstance(template, list) and template:  # named templates: the "default" one, else the first
+        if isinstance(template, list) and template:
             named = {entry.get("name"): entry.get("template") for entry in template if isinstance(entry, dict)}
             template = named.get("default") or next(iter(named.values()), None)
         if isinstance(template, str):
@@ -128,8 +137,10 @@ def load_chat_template(folder: Path, given: str | None) -> str | None:
     return None
 
 
-def resolve(model: str, revision: str | None, download_dir: str | None, chat_template: str | None) -> Model:
-    folder = snapshot_folder(model, revision, download_dir)
+def resolve(model: str, revision: str | None, chat_template: str | None) -> Model:
+    """EngineArgs' offline replacement, then ModelConfig's config look-up; ``model`` as given stays the API's root."""
+    path = offline_path(model, revision) if offline() else model
+    folder = config_folder(path, revision)
     config = read_json(folder / "config.json")
     found = [(int(config[key]), key) for key in MAX_LEN_KEYS if isinstance(config.get(key), int) and not isinstance(config.get(key), bool)]
     derived, key = min(found) if found else (DEFAULT_MAX_LEN, "")
@@ -145,30 +156,19 @@ def resolve(model: str, revision: str | None, download_dir: str | None, chat_tem
 
 
 def max_model_len(model: Model, requested: int | None) -> int:
-    """--max-model-len checked against the derived one as vLLM checks it (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 allows more)."""
+    """--max-model-len checked against the derived one (config/model.py:2535-2546; VLLM_ALLOW_LONG_MAX_MODEL_LEN, envs.py:1097-1100)."""
     if requested is None or requested == -1:
         return model.derived_max_len
-    if requested > model.derived_max_len:
-        model_max_length = model.config.get("model_max_length")
-        where = f"{model.derived_key or 'max_model_len'}={model.derived_max_len} or model_max_length={model_max_length}"
-        if os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").strip().lower() in ("1", "true"):
-            log(
-                "WARNING",
-                "config.py:3680",
-                f"User-specified max_model_len ({requested}) is greater than the derived max_model_len ({where} in model's config.json). "
-                "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.",
-            )
+    model_max_length = model.config.get("model_max_length")
+    if requested > model.derived_max_len and (model_max_length is None or requested > model_max_length):
+        message = (
+            f"User-specified max_model_len ({requested}) is greater than the derived max_model_len "
+            f"({model.derived_key or 'max_model_len'}={model.derived_max_len} or model_max_length={model_max_length} in model's config.json)."
+        )
+        if os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true"):
+            log("WARNING", "config.py:2538", f"{message} {LONG_WARNING}")
             return requested
-        # vLLM checks it in a pydantic validator of ModelConfig, whose error wraps the message.
-        raise Fatal(
-            "pydantic_core._pydantic_core.ValidationError",
-            "1 validation error for ModelConfig\n"
-            f"  Value error, User-specified max_model_len ({requested}) is greater than the derived max_model_len ({where} in model's "
-            "config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN "
-            "must be used with extreme caution. If the model uses relative position encoding (RoPE), positions exceeding "
-            "derived_max_model_len lead to nan. If the model uses absolute position encoding, positions exceeding derived_max_model_len "
-            f"will cause a CUDA array out-of-bounds error. [type=value_error, input_value=ArgsKwargs((), {{'model': '{model.name}', ...}}), "
-            "input_type=ArgsKwargs]\n"
-            "    For further information visit https://errors.pydantic.dev/2.11/v/value_error",
+        raise value_error(
+            "ModelConfig", f"{message} To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. {LONG_WARNING}", "model", model.name
         )
     return requested

