@@ -187,13 +187,20 @@ def test_the_worker_rank_killed_serving_again_with_no_ansible_run() -> None:
     head_pid = main_pid(HEAD)
     rank = node(WORKER).check_output(f"pgrep --parent {main_pid(WORKER)} --exact vllm")
     assert rank, node(WORKER).check_output("ps -eo pid,ppid,comm,args")
+    since = node(HEAD).check_output("date '+%Y-%m-%d %H:%M:%S'")
     start = time.monotonic()
     node(WORKER).check_output(f"kill -KILL {rank}")
     wait_not_serving(60)  # the group restarts: rank 0 too (a request may still be answered for a moment)
     record("worker_rank_killed_to_serving_s", wait_serving(600, since=start))
     assert main_pid(HEAD) != head_pid  # rank 0 left the old group and met the new one
-    journal = node(HEAD).check_output(f"journalctl -u {UNIT} --since '-10min' --no-pager -o cat")
-    assert "rank 1 (engine-spark-worker1, 192.168.200.82)" in journal, journal[-3000:]
+    journal = node(HEAD).check_output(f"journalctl -u {UNIT} --since '{since}' --no-pager -o cat | grep sparkops-vllm-rank:")
+    # Rank 0's supervisor ends it when rank 1 goes away, unless rank 0's vLLM fails first (a request to an engine
+    # whose headless rank is gone gets HTTP 500 and the server exits): either way the rank ends and the group meets.
+    assert (
+        "rank 1 (engine-spark-worker1, 192.168.200.82) has not answered" in journal
+        or "rank 1 (engine-spark-worker1, 192.168.200.82) restarted" in journal
+        or "vLLM exited with status" in journal
+    ), journal
 
 
 def test_rank_0_restarted_alone_serving_again_with_no_ansible_run() -> None:
