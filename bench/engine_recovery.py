@@ -33,7 +33,7 @@ from benchmarks_doc import publish  # noqa: E402
 SECTION = "## The real engine: start and recovery to serving (issue 12)"
 CASES = (
     ("engine_start_s", "engine start (baseline: both ranks stopped, then started)"),
-    ("reboot_to_serving_s", "both nodes rebooted"),
+    ("reboot_to_serving_s", "both nodes rebooted (from the reboot command)"),
     ("engine_killed_to_serving_s", "rank 0's EngineCore killed (vLLM exits 0)"),
     ("worker_rank_killed_to_serving_s", "the worker's rank killed"),
     ("rank0_restarted_to_serving_s", "rank 0's unit restarted alone"),
