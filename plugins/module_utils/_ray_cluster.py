@@ -158,13 +158,9 @@ def _last_json_object(stdout: str) -> t.Any:
         return json.loads(text.splitlines()[-1])
 
 
-def parse_output(rc: int, stdout: str, stderr: str, python: str, where: str = "") -> Probe:
-    """Turn one run of :data:`SCRIPT` into a :class:`Probe`, or raise :class:`RayClusterError` saying why not.
-
-    ``python`` names the interpreter and ``where`` (for example ``" in container ray"``) where it ran, for messages.
-    An unreachable cluster is not an error here: the probe carries ``connect_error`` so the caller can wait.
-    """
-    runner = f"{python}{where}"
+def script_result(rc: int, stdout: str, stderr: str, runner: str) -> dict[str, t.Any]:
+    """The JSON object a Ray script run by ``runner`` printed last, or :class:`RayClusterError` saying why there is
+    none (Ray not importable, or no JSON: the stderr tail)."""
     tail = stderr_tail(stderr)
     try:
         data = _last_json_object(stdout)
@@ -178,6 +174,17 @@ def parse_output(rc: int, stdout: str, stderr: str, python: str, where: str = ""
         raise RayClusterError(f"running {runner} did not print the expected JSON object (rc={rc}); {detail}")
     if data.get("import_error"):
         raise RayClusterError(f"ray is not importable by {runner}: {data['import_error']}")
+    return data
+
+
+def parse_output(rc: int, stdout: str, stderr: str, python: str, where: str = "") -> Probe:
+    """Turn one run of :data:`SCRIPT` into a :class:`Probe`, or raise :class:`RayClusterError` saying why not.
+
+    ``python`` names the interpreter and ``where`` (for example ``" in container ray"``) where it ran, for messages.
+    An unreachable cluster is not an error here: the probe carries ``connect_error`` so the caller can wait.
+    """
+    runner = f"{python}{where}"
+    data = script_result(rc, stdout, stderr, runner)
     ray_version = data.get("ray_version")
     python_version = data.get("python_version")
     if not isinstance(ray_version, str) or not isinstance(python_version, str):
@@ -615,19 +622,7 @@ def build_node_task_argv(python: str, arguments: str) -> list[str]:
 def parse_node_task_output(rc: int, stdout: str, stderr: str, python: str) -> NodeTaskRun:
     """Turn one run of :data:`NODE_TASK_SCRIPT` into a :class:`NodeTaskRun`, or raise :class:`RayClusterError` when
     it printed no result or Ray is not importable."""
-    tail = stderr_tail(stderr)
-    try:
-        data = _last_json_object(stdout)
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        if "ModuleNotFoundError" in tail or "ImportError" in tail:
-            last = tail.splitlines()[-1] if tail else ""
-            raise RayClusterError(f"ray is not importable by {python}: {last}")
-        detail = f"stderr: {tail}" if tail else f"stdout: {(stdout or '').strip()[-500:]!r}"
-        raise RayClusterError(f"running {python} did not print the expected JSON object (rc={rc}); {detail}")
-    if data.get("import_error"):
-        raise RayClusterError(f"ray is not importable by {python}: {data['import_error']}")
+    data = script_result(rc, stdout, stderr, python)
     failure = None
     for key in ("setup_error", "connect_error", "error", "deadline_error"):
         if data.get(key):

@@ -12,19 +12,17 @@ agent runs ``--minimal`` without it, ``:1909-1913``); without the dashboard plai
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import typing as t
 from pathlib import Path
 
 import pytest
 import yaml
+from ansible_run import run_playbook
 from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "ray_cluster"
-ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 
 PLAYBOOK = """
 - name: Render the ray_cluster pip requirement and ray start arguments for each node
@@ -77,19 +75,7 @@ def render(tmp_path: Path, **extra: object) -> dict[str, dict[str, t.Any]]:
             },
         }
     }
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(PLAYBOOK.format(role=ROLE, out=out, name=json.dumps(pip_name())))
-    (tmp_path / "extra.json").write_text(json.dumps(extra))
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}
-    proc = subprocess.run(
-        [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "-e", f"@{tmp_path / 'extra.json'}"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run_playbook(tmp_path, inventory, PLAYBOOK.format(role=ROLE, out=out, name=json.dumps(pip_name())), extra)
     return {path.stem: json.loads(path.read_text()) for path in out.iterdir()}
 
 

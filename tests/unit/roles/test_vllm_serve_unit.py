@@ -7,16 +7,13 @@ the cases the lab cannot run: the docker runtime, and flags that need escaping f
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-import yaml
+from ansible_run import run_playbook
 
 REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "vllm_serve"
-ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 
 PLAYBOOK = """
 - name: Render the vllm_serve unit and gate settings for each node
@@ -73,19 +70,7 @@ def render(tmp_path: Path, **extra: object) -> dict[str, str]:
             },
         }
     }
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(PLAYBOOK.format(role=ROLE, out=out))
-    (tmp_path / "extra.json").write_text(json.dumps(extra))
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}
-    proc = subprocess.run(
-        [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "-e", f"@{tmp_path / 'extra.json'}"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run_playbook(tmp_path, inventory, PLAYBOOK.format(role=ROLE, out=out), extra)
     return {path.name: path.read_text() for path in out.iterdir()}
 
 
