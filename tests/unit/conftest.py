@@ -29,3 +29,13 @@ if (COLLECTIONS / "ansible_collections" / "sparkops" / "inference").is_dir() and
 
 def pytest_configure(config: pytest.Config) -> None:
     config.option.importmode = "importlib"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_module_warnings() -> None:
+    """ansible-core keeps a module's warnings and deprecations in process-wide dicts until the module exits; a test
+    that ends a module another way (an exception) would leave its warnings to the next test's module result."""
+    from ansible.module_utils.common import warnings
+
+    warnings._global_warnings.clear()
+    warnings._global_deprecations.clear()

@@ -47,10 +47,6 @@ def run_site(*args: str) -> subprocess.CompletedProcess[str]:
     return ansible(f"{PROJECT}/site.yml", *args)
 
 
-def recap(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
-    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)} for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", run.stdout, re.MULTILINE)}
-
-
 def endpoint(timeout: int = 5, **extra: t.Any) -> dict[str, t.Any]:
     """sparkops.inference.openai_endpoint, run on the head against its fabric address."""
     args = {"url": f"http://{HEAD_IP}:8000", "model": MODEL, "api_key": API_KEY, "timeout": timeout, "interval": 1, "fail_on_timeout": False, **extra}
@@ -135,7 +131,7 @@ def test_a_lost_ray_worker_stops_the_engine_and_serving_recovers_once_ray_is_bac
     assert "Deactivated successfully" in journal and "Scheduled restart job" in journal, journal[-3000:]  # exit 0, restarted
 
 
-def test_a_flag_change_restarts_the_service_once_and_a_rerun_changes_nothing() -> None:
+def test_a_flag_change_restarts_the_service_once() -> None:
     pid = unit(HEAD, "MainPID")
     run = run_site("--tags", "serve", "-e", "vllm_serve_max_model_len=1024")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
@@ -144,11 +140,7 @@ def test_a_flag_change_restarts_the_service_once_and_a_rerun_changes_nothing() -
     changed_pid = unit(HEAD, "MainPID")
     assert changed_pid != pid
     assert "--max-model-len 1024" in node(HEAD).check_output(f"cat /proc/{changed_pid}/cmdline | tr '\\0' ' '")
-    # The lab is converged again (with this flag): a tag-scoped rerun of the fabric, Ray and vLLM changes nothing.
-    again = run_site("--tags", "nccl,ray,serve", "-e", "vllm_serve_max_model_len=1024")
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
-    assert recap(again) and all(s["changed"] == 0 for s in recap(again).values()), recap(again)
-    assert unit(HEAD, "MainPID") == changed_pid
+    # A tag-scoped rerun changing nothing: test_via_awx.py's Redeploy serving (--tags ray,serve) and second Deploy.
 
 
 def test_a_crash_at_start_stops_at_the_start_limit_and_the_role_shows_the_journal() -> None:

@@ -31,6 +31,7 @@ class Behaviour:
     reasoning_tokens: int = 16  # tokens a reasoning model thinks before it answers
     answer_tokens: int = 24  # tokens of an answer (finish_reason "stop" when max_tokens allows them all)
     tokens_per_second: float = 200.0  # generation pace of each request
+    first_token_seconds: float = 0.0  # a stand-in knob, not vLLM's: extra wait before the first token (as prefill)
     gpu_mib: int = 1024  # the GPU marker of the serving process with the uni executor (one GPU, in-process)
     worker_gpu_mib: int = 512  # the GPU marker of each Ray worker actor (RayWorkerProc)
     gpus_per_node: int = 1  # GPUs this node has (one GB10 per Spark): vLLM's device_count()

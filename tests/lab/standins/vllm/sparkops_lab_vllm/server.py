@@ -86,6 +86,9 @@ def positive_int(body: dict[str, Any], *names: str) -> int | None:
 class HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # vLLM hands its bound socket to uvicorn (launcher.py:95-111), which listens with uvicorn's backlog, 2048;
+    # socketserver's default of 5 would drop the connections of a burst of clients (a benchmark at concurrency 16).
+    request_queue_size = 2048
     api: Api
 
     def server_bind(self) -> None:
@@ -293,7 +296,7 @@ class Handler(BaseHTTPRequestHandler):
         max_tokens = self.budget(body, prompt_tokens)
         kwargs = body.get("chat_template_kwargs") or {}
         thinks = bool(api.reasoning_parser) and kwargs.get("enable_thinking", True) is not False
-        output = engine.generate(prompt, max_tokens, api.behaviour.reasoning_tokens if thinks else 0, api.behaviour.answer_tokens)
+        output = engine.generate(prompt, max_tokens, api.behaviour.reasoning_tokens if thinks else 0, self.answer_tokens(body, max_tokens))
         self.respond(body, "chat.completion", f"chatcmpl-{uuid.uuid4().hex}", prompt_tokens, output)
 
     def completions(self) -> None:
@@ -305,10 +308,18 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(prompt, str):
             raise bad_request("prompt: Field required" if prompt is None else "prompt: Input should be a valid string", "prompt")
         prompt_tokens = engine.count_tokens(prompt)
-        output = engine.generate(prompt, self.budget(body, prompt_tokens), 0, self.server.api.behaviour.answer_tokens)
+        max_tokens = self.budget(body, prompt_tokens)
+        output = engine.generate(prompt, max_tokens, 0, self.answer_tokens(body, max_tokens))
         self.respond(body, "text_completion", f"cmpl-{uuid.uuid4().hex}", prompt_tokens, output)
 
     # --- generation ----------------------------------------------------------------------------------------
+    def answer_tokens(self, body: dict[str, Any], max_tokens: int) -> int:
+        """The answer's natural length; with vLLM's ``ignore_eos: true`` there is no end of sequence: the request
+        runs to ``max_tokens`` and ends with finish_reason ``length`` (``sampling_params.py``, ``ignore_eos``)."""
+        if body.get("ignore_eos") is True:
+            return max_tokens + 1
+        return self.server.api.behaviour.answer_tokens
+
     def respond(self, body: dict[str, Any], kind: str, request_id: str, prompt_tokens: int, output: engine.Output) -> None:
         api = self.server.api
         if api.log_requests:
@@ -333,9 +344,10 @@ class Handler(BaseHTTPRequestHandler):
             api.metrics.finished(prompt_tokens, output.tokens if finish != "abort" else 0, finish, (first[0] if first else done) - started, done - started)
 
     def pace(self, tokens: int, first: list[float]) -> None:
-        """Spend the time ``tokens`` take at tokens_per_second, noting when the first one was out."""
-        step = 1.0 / self.server.api.behaviour.tokens_per_second
-        time.sleep(step)
+        """Spend the time ``tokens`` take at tokens_per_second after first_token_seconds, noting when the first was out."""
+        behaviour = self.server.api.behaviour
+        step = 1.0 / behaviour.tokens_per_second
+        time.sleep(behaviour.first_token_seconds + step)
         first.append(time.monotonic())
         if tokens > 1:
             time.sleep(step * (tokens - 1))
@@ -413,16 +425,23 @@ class Handler(BaseHTTPRequestHandler):
             yield False, {**self.head(chunk_kind, request_id), "choices": [], "usage": self.usage(prompt_tokens, output.tokens)}
 
     def stream(self, body: dict[str, Any], kind: str, request_id: str, prompt_tokens: int, output: engine.Output, first: list[float]) -> None:
-        step = 1.0 / self.server.api.behaviour.tokens_per_second
+        """The chunks, one token each tokens_per_second apart, the first after first_token_seconds and one step.
+
+        vLLM sends a chat stream's ``role`` chunk in the engine step that makes the first token
+        (``chat_completion/serving.py:526-620``), so it goes out with the first token, not before it."""
+        behaviour = self.server.api.behaviour
+        step = 1.0 / behaviour.tokens_per_second
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for token, chunk in self.chunks(body, kind, request_id, prompt_tokens, output):
-            if token:
+        for n, (token, chunk) in enumerate(self.chunks(body, kind, request_id, prompt_tokens, output)):
+            opens = n == 0 and kind == "chat.completion"  # the role chunk
+            if not first and (token or opens):
+                time.sleep(behaviour.first_token_seconds + step)
+                first.append(time.monotonic())
+            elif token and not (n == 1 and kind == "chat.completion"):  # the first token went out with the role chunk
                 time.sleep(step)
-                if not first:
-                    first.append(time.monotonic())
             self.write_chunk(f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n".encode())
         self.write_chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
