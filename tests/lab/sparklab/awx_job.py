@@ -41,6 +41,7 @@ from ansible_runner.utils import args2cmdline
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tools"))
 from awx_survey_rules import job_extra_vars  # noqa: E402
+from check_awx_templates import load_yaml  # noqa: E402
 
 
 class LaunchRefused(Exception):
@@ -58,13 +59,6 @@ class _AwxDumper(yaml.SafeDumper):
 _AwxDumper.add_representer(_Unsafe, lambda dumper, value: dumper.represent_scalar("!unsafe", str(value)))
 
 
-class _AwxLoader(yaml.SafeLoader):
-    pass
-
-
-_AwxLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type]
-
-
 def _unsafe(value: Any, safe: dict[str, Any], key: str | None = None) -> Any:
     """AWX's safe_dump: every string not set by the template itself is marked !unsafe (awx/main/utils/safe_yaml.py)."""
     if key is not None and key in safe and safe[key] == value:
@@ -80,8 +74,8 @@ def _unsafe(value: Any, safe: dict[str, Any], key: str | None = None) -> Any:
 
 def definitions(project: Path = REPO) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """(job templates, surveys, credential type) of the project's awx/ folder."""
-    templates = yaml.load((project / "awx" / "job_templates.yml").read_text(), Loader=_AwxLoader)  # noqa: S506 (SafeLoader)
-    credential_type = yaml.load((project / "awx" / "credential_type.yml").read_text(), Loader=_AwxLoader)  # noqa: S506
+    templates = load_yaml(project / "awx" / "job_templates.yml")
+    credential_type = load_yaml(project / "awx" / "credential_type.yml")
     return templates["sparkops_awx_job_templates"], templates["sparkops_awx_surveys"], credential_type["sparkops_awx_credential_type"]
 
 
