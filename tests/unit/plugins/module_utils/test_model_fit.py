@@ -1,0 +1,139 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""_model_fit: vLLM 0.30.0's split rules, memory and disk, every problem at once with its numbers."""
+
+from __future__ import annotations
+
+import typing as t
+
+import pytest
+from ansible_collections.sparkops.inference.plugins.module_utils._model_fit import (
+    GIB,
+    Cluster,
+    largest_stage_layers,
+    plan_fit,
+    shape_from_config,
+)
+
+# A Qwen3-MoE-like text model: 48 layers, 32 heads, 4 KV heads of 128.
+CONFIG: dict[str, t.Any] = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "num_hidden_layers": 48,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "hidden_size": 4096,
+    "max_position_embeddings": 32768,
+}
+WEIGHTS = 119 * 10**9  # Qwen3.5-122B-A10B-FP8's ~119 GB
+SPARK = int(119.61 * GIB)  # a GB10's CUDA-visible memory
+
+
+def cluster(tp: int = 2, pp: int = 1, util: float = 0.8, **kwargs: t.Any) -> Cluster:
+    hosts = [f"spark-{n}" for n in range(tp * pp)]
+    values: dict[str, t.Any] = {
+        "tensor_parallel_size": tp,
+        "pipeline_parallel_size": pp,
+        "gpu_memory_utilization": util,
+        "mem_total": dict.fromkeys(hosts, SPARK),
+        "disk_free": dict.fromkeys(hosts, 1000 * GIB),
+        "snapshot_bytes": WEIGHTS + 10**7,
+    }
+    values.update(kwargs)
+    return Cluster(**values)
+
+
+def test_the_shape_from_config_json() -> None:
+    shape = shape_from_config(CONFIG, WEIGHTS)
+    assert (shape.architecture, shape.num_layers, shape.attention_heads, shape.kv_heads, shape.head_dim, shape.kv_layers) == (
+        "Qwen3MoeForCausalLM",
+        48,
+        32,
+        4,
+        128,
+        48,
+    )
+    nested = shape_from_config({"architectures": ["X"], "text_config": {**CONFIG, "head_dim": None}}, WEIGHTS)
+    assert nested.head_dim == 4096 // 32 and nested.kv_heads == 4  # head size from hidden_size / heads
+    no_gqa = shape_from_config({**CONFIG, "num_key_value_heads": None}, WEIGHTS)
+    assert no_gqa.kv_heads == 32
+    hybrid = shape_from_config({**CONFIG, "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 12}, WEIGHTS)
+    assert hybrid.kv_layers == 12  # only the full-attention layers keep a KV cache
+
+
+def test_the_deployment_we_automate_fits() -> None:
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster())
+    assert verdict.fits, verdict.problems
+    assert verdict.figures["weights_per_node_bytes"] == WEIGHTS // 2 and verdict.figures["overhead_guessed"] is True
+    assert verdict.figures["kv_bytes_per_token"] == 2 * 48 * 2 * 128 * 2  # K and V, 48 layers, 4 KV heads / TP 2, bf16
+
+
+def test_one_spark_is_too_small_and_the_message_says_what_to_change() -> None:
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(tp=1))
+    assert not verdict.fits and len(verdict.problems) == 1
+    problem = verdict.problems[0]
+    assert problem.startswith("host spark-0: the weights take 110.8 GiB per node (110.8 GiB over TP 1 x PP 1)")
+    assert "MemTotal 119.6 GiB x sparkops_gpu_memory_utilization 0.8" in problem and "more Sparks" in problem
+
+
+def test_a_low_utilization_says_which_would_do() -> None:
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(util=0.45))
+    assert len(verdict.problems) == 2 and "raise the utilization to at least 0.50, or spread the model" in verdict.problems[0]
+
+
+def test_a_max_model_len_beyond_the_kv_cache_gives_the_length_that_fits() -> None:
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(max_model_len=2_000_000))
+    assert len(verdict.problems) == 2  # both hosts, each named
+    assert all("set vllm_serve_max_model_len to at most" in p and "one sequence of 2000000 tokens" in p for p in verdict.problems)
+    most = int(verdict.problems[0].split("at most ")[1].split(",")[0])
+    assert plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(max_model_len=most)).fits
+
+
+@pytest.mark.parametrize(
+    ("tp", "config", "expected"),
+    [
+        (3, CONFIG, "sparkops_tensor_parallel_size (3) must divide the model's 32 attention heads (vLLM refuses it); sizes that do: 1, 2, 4, 8, 16, 32"),
+        (8, CONFIG, None),  # 4 KV heads replicated over 8 ranks: vLLM accepts it
+        (4, {**CONFIG, "num_key_value_heads": 6, "num_attention_heads": 48}, "and the model's 6 KV heads"),
+        (16, {**CONFIG, "num_key_value_heads": 6, "num_attention_heads": 48}, "(then 6 must divide 16)"),
+    ],
+)
+def test_vllms_head_rules(tp: int, config: dict[str, t.Any], expected: str | None) -> None:
+    small = cluster(tp=tp, mem_total={"h": 10**15}, disk_free={"h": 10**15})
+    verdict = plan_fit(shape_from_config(config, 10**9), small)
+    if expected is None:
+        assert verdict.fits, verdict.problems
+    else:
+        assert any(expected in p for p in verdict.problems), verdict.problems
+
+
+def test_pipeline_stages() -> None:
+    assert [largest_stage_layers(48, pp) for pp in (1, 2, 5, 7)] == [48, 24, 10, 7]
+    big = {"mem_total": {"h": 10**15}, "disk_free": {"h": 10**15}}
+    assert (
+        "sparkops_pipeline_parallel_size (64) is more than the model's 48 layers" in plan_fit(shape_from_config(CONFIG, 10**9), cluster(pp=64, **big)).problems
+    )
+    uneven = plan_fit(shape_from_config(CONFIG, 10**9), cluster(tp=1, pp=5, **big))
+    assert uneven.fits and "48 layers over 5 pipeline stages: uneven, the largest stage has 10" in uneven.warnings[0]
+
+
+def test_disk_free_on_every_node_less_what_is_there() -> None:
+    short = cluster(disk_free={"spark-0": 200 * GIB, "spark-1": 100 * GIB})
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), short)
+    assert len(verdict.problems) == 1 and verdict.problems[0].startswith("host spark-1: 100.0 GiB free where the model goes, 116.4 GiB needed")
+    present = cluster(disk_free={"spark-0": 200 * GIB, "spark-1": 100 * GIB}, present_bytes={"spark-1": 60 * GIB})
+    assert plan_fit(shape_from_config(CONFIG, WEIGHTS), present).fits
+
+
+def test_every_problem_at_once() -> None:
+    bad = cluster(tp=3, disk_free={"spark-0": GIB, "spark-1": GIB, "spark-2": GIB}, util=0.1)
+    problems = plan_fit(shape_from_config(CONFIG, WEIGHTS), bad).problems
+    assert len(problems) == 2 + 3 + 3, problems  # the heads, the KV heads, each host's memory, each host's disk
+
+
+def test_an_unknown_architecture_warns_with_what_was_not_checked() -> None:
+    verdict = plan_fit(shape_from_config({"model_type": "mystery"}, WEIGHTS), cluster())
+    assert verdict.fits
+    assert "config.json names no architecture" in verdict.warnings[0]
+    assert any("the split was not checked" in w for w in verdict.warnings) and any("the KV cache was not sized" in w for w in verdict.warnings)
