@@ -37,6 +37,7 @@ lab-status: setup
 demo: lab-up
 	ansible-playbook site.yml -i inventories/lab
 	ansible-playbook playbooks/status.yml -i inventories/lab
+	@$(LAB) endpoint --nodes $(NODES)
 
 test: setup
 	@python tools/test_stages.py

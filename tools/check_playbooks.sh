@@ -2,7 +2,7 @@
 # Every playbook parses against the real-hardware example inventory, and tag-scoped runs are possible.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for playbook in site.yml playbooks/status.yml playbooks/benchmark.yml awx/configure.yml; do
+for playbook in site.yml playbooks/status.yml playbooks/benchmark.yml playbooks/recon.yml playbooks/teardown.yml awx/configure.yml; do
   ansible-playbook -i inventories/sparks "$playbook" --syntax-check
 done
 tags=$(ansible-playbook -i inventories/sparks site.yml --list-tags)

@@ -2,7 +2,7 @@
 # Host packages and podman settings the spark lab needs (root, Debian). Idempotent; about 15 s when new.
 set -euo pipefail
 
-packages=(podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables iproute2 openssh-client rsync git make shellcheck)
+packages=(podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables iproute2 openssh-client curl rsync git make shellcheck)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -111,7 +111,8 @@ def largest_stage_layers(layers: int, pp: int) -> int:
 
 
 def _gib(value: float) -> str:
-    return f"{value / GIB:.1f} GiB"
+    """GiB with one decimal; below 1 GiB in MiB (a small model's figures would read 0.0 GiB)."""
+    return f"{value / GIB:.1f} GiB" if abs(value) >= GIB else f"{value / 1024**2:.1f} MiB"
 
 
 def check_split(shape: ModelShape, tp: int, pp: int, verdict: Verdict) -> None:

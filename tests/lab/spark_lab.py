@@ -18,17 +18,26 @@
                               stand-in on 127.0.0.1 (gated by the token in F when given), for `hf download` on
                               the head; print the endpoint (HF_ENDPOINT) and the commit.
 
+  spark_lab.py endpoint       print a curl command for the lab's endpoint at the head's management address (what
+                              this machine reaches), run it as printed and show the completion (`make demo`'s end)
+  spark_lab.py authorize NODE...  put the lab's public key into the nodes' root authorized_keys (Molecule scenarios
+                              reach their nodes over ssh with it)
+
 Tests and the demo only: nothing outside tests/ and the lab imports this.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import yaml
 from sparklab import engine_wheelhouse, hf_model, hub_server, inventory, node_image, nodes, wheelhouse
 from sparklab.run import LabError, log, out, run
 from sparklab.topology import LAB_LABEL, Topology, build_topology
@@ -52,6 +61,39 @@ def ensure_ssh_key() -> Path:
         key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "spark-lab", "-f", str(key)])
     return key
+
+
+def authorize(names: list[str]) -> None:
+    """Let the controller in over ssh as root with the lab's key (Molecule scenarios reach their nodes so, as AWX would)."""
+    if not names:
+        raise LabError("authorize: name the nodes (spark_lab.py authorize NODE...)")
+    key = ensure_ssh_key()
+    for name in names:
+        nodes.wait_running(name)
+        nodes.authorize_key(name, key.with_suffix(".pub"))
+    log(f"authorized {key}.pub on {' '.join(names)}")
+
+
+def endpoint(node_count: int) -> None:
+    """The endpoint as this machine reaches it (the head's management address): print a curl command, run it exactly
+    as printed and show the completion (`make demo` ends with it)."""
+    cluster = yaml.safe_load((REPO / "inventories" / "lab" / "group_vars" / "all" / "cluster.yml").read_text())
+    head = topology(node_count).head
+    url = f"http://{head.mgmt_ip}:{cluster['sparkops_serve_port']}/v1"
+    body = json.dumps({"model": cluster["sparkops_served_model_name"], "messages": [{"role": "user", "content": "Say hello in five words."}], "max_tokens": 48})
+    command = f"curl -sS --fail-with-body --max-time 120 {url}/chat/completions -H 'Content-Type: application/json' -d '{body}'"
+    print(f"\nThe endpoint, from this machine (the head's management address): {url}\nTry it:\n\n  {command}\n")
+    proc = subprocess.run(shlex.split(command), capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise LabError(f"the endpoint did not answer: curl exited {proc.returncode}: {(proc.stdout + proc.stderr).strip()[-800:]}")
+    choice = json.loads(proc.stdout)["choices"][0]
+    message = choice["message"]
+    text = message.get("content") or ""
+    reasoning = message.get("reasoning") or message.get("reasoning_content") or ""
+    print(f"It answered ({choice.get('finish_reason')}):")
+    if reasoning:
+        print(f"  reasoning: {reasoning.strip()[:300]!r}")
+    print(f"  content:   {text.strip()[:300]!r}" if text else "  content:   null (a reasoning model still thinking at max_tokens: healthy)")
 
 
 def up(node_count: int) -> None:
@@ -134,7 +176,8 @@ def serve_hub(args: argparse.Namespace) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("image", "up", "down", "prepare", "release", "status", "seed-model", "serve-hub"))
+    parser.add_argument("command", choices=("image", "up", "down", "prepare", "release", "status", "seed-model", "serve-hub", "authorize", "endpoint"))
+    parser.add_argument("names", nargs="*", help="authorize: the nodes that get the lab's public key")
     parser.add_argument("--nodes", type=int, default=int(os.environ.get("SPARK_LAB_NODES", "2")), help="head + workers (default 2)")
     parser.add_argument("--engine", action="store_true", help="prepare: also the real vLLM engine's wheelhouse (.lab/engine-wheelhouse)")
     model = parser.add_argument_group("seed-model")
@@ -166,6 +209,10 @@ def main(argv: list[str]) -> int:
             networks_up()
         elif args.command == "release":
             networks_down()
+        elif args.command == "endpoint":
+            endpoint(args.nodes)
+        elif args.command == "authorize":
+            authorize(args.names)
         elif args.command == "seed-model":
             seed_model(args)
         elif args.command == "serve-hub":

@@ -117,8 +117,11 @@ def test_worker_has_no_route_out(worker: str) -> None:
 
 
 def test_check_mode_on_fresh_nodes_reports_what_a_run_would_do_and_writes_nothing() -> None:
-    """Nothing deployed yet (a key folder and a cache no node has): --check previews instead of failing."""
+    """Nothing deployed yet (a key folder and a cache no node has): --check previews instead of failing. The lab's Hub
+    does not serve this model, so the fit check (which would read its metadata there) is off here; the refusal test
+    below runs it against the Hub."""
     fresh = ["-e", "model_sync_key_dir=/etc/sparkops/model-sync-fresh", "-e", "model_sync_cache_dir=/var/lib/sparkops/fresh-hub"]
+    fresh += ["-e", "sparkops_model_fit_check=false"]
     run = run_site("--check", *fresh)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "check mode: /etc/sparkops/model-sync-fresh/id_ed25519 would be created" in run.stdout
@@ -162,6 +165,34 @@ def test_a_refused_token_fails_naming_the_repo_and_leaves_nothing_half_done(tmp_
     assert GATED in out
     head = node(HEAD)
     assert head.run(f"ls {GATED_DIR}/snapshots/*/*.safetensors").rc != 0  # no weights came
+    for worker in WORKERS:
+        assert not node(worker).file(GATED_DIR).exists, worker
+
+
+def test_a_model_that_cannot_fit_is_refused_before_any_byte_with_its_numbers(tmp_path: t.Any) -> None:
+    """TP 3 does not divide the model's attention heads, and 0.1 % of memory cannot hold its weights: the preflight
+    says both at once, with the numbers, from the Hub's metadata alone (config.json and the safetensors index)."""
+    before = len(hub_requests())
+    run = download_run(
+        hub_token(), tmp_path, "-e", "sparkops_tensor_parallel_size=3", "-e", "sparkops_pipeline_parallel_size=1", "-e", "sparkops_gpu_memory_utilization=0.001"
+    )
+    out = " ".join((run.stdout + run.stderr).split())  # the yaml callback wraps long messages
+    assert run.returncode != 0, out[-3000:]
+    assert re.search(r"sparkops_tensor_parallel_size \(3\) must divide the model's \d+ attention heads \(vLLM refuses it\); sizes that do: 1, 2", out), out[
+        -3000:
+    ]
+    for name in [HEAD, *WORKERS]:
+        assert re.search(
+            rf"host {name}: the weights take [\d.]+ MiB per node \([\d.]+ MiB over TP 3 x PP 1\) .{{0,200}} "
+            r"\(MemTotal [\d.]+ GiB x sparkops_gpu_memory_utilization 0.001",
+            out,
+        ), out[-3000:]
+    assert "PLAY [Model]" not in out
+    requests = hub_requests()[before:]
+    assert any("config.json" in line for line in requests), requests
+    assert not any(".safetensors" in line and ".index.json" not in line for line in requests), requests  # not a byte of weights
+    assert hub_token() not in out + "\n".join(requests)
+    assert node(HEAD).run(f"ls {GATED_DIR}/snapshots/*/*.safetensors").rc != 0
     for worker in WORKERS:
         assert not node(worker).file(GATED_DIR).exists, worker
 

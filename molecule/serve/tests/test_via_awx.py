@@ -69,6 +69,11 @@ def operator_inventory(work: Path) -> Path:
     for group in ("spark_head", "spark_workers"):
         inventory[group]["hosts"] = {name: None for name in inventory[group]["hosts"]}
     hosts_file.write_text(yaml.safe_dump(inventory))
+    for host_vars in (target / "host_vars").iterdir():  # the scenario's own connection (the lab key) is not AWX's
+        data = yaml.safe_load(host_vars.read_text())
+        host_vars.write_text(
+            yaml.safe_dump({k: v for k, v in data.items() if not k.startswith(("ansible_connection", "ansible_host", "ansible_user", "ansible_ssh"))})
+        )
     group_vars = target / "group_vars" / "all"
     data = yaml.safe_load(group_vars.read_text())
     data.pop("vllm_serve_api_key")

@@ -41,7 +41,17 @@ def controller(tmp_path_factory: pytest.TempPathFactory) -> awx_job.Controller:
                         "spark_head": {"hosts": {"spark-head": {**hosts, "sparkops_fabric_ip": "192.168.100.10"}}},
                         "spark_workers": {"hosts": {"spark-worker1": {**hosts, "sparkops_fabric_ip": "192.168.100.11"}}},
                     },
-                    "vars": {"sparkops_serve_port": 8000},
+                    "vars": {
+                        "sparkops_serve_port": 8000,
+                        "sparkops_model_repo": "sparkops-lab/tiny-moe",
+                        "sparkops_model_revision": "main",
+                        "sparkops_served_model_name": "tiny-moe",
+                        "sparkops_tensor_parallel_size": 2,
+                        "sparkops_pipeline_parallel_size": 1,
+                        "sparkops_gpus_per_node": 1,
+                        "sparkops_fabric_subnet": "192.168.100.0/24",
+                        "sparkops_gpu_memory_utilization": 0.8,
+                    },
                 }
             }
         )

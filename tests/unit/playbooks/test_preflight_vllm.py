@@ -65,6 +65,9 @@ def inventory(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         "ansible_connection": "local",
                         "ansible_python_interpreter": sys.executable,
                         "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
+                        # No Hub here and no cache: the fit check (molecule/model tests it) would fail on the metadata.
+                        "sparkops_model_fit_check": False,
+                        "sparkops_report_dir": str(path.parent / "reports"),
                         "sparkops_model_revision": "main",
                         "sparkops_served_model_name": "qwen3.5-122b",
                         "sparkops_tensor_parallel_size": 2,

@@ -1,0 +1,534 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The status report of a running cluster: nodes, units, Ray, the model, the endpoint and the last health events.
+
+Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+
+:func:`build_document` checks what the status playbook gathered (each node's role, addresses, versions, unit_status
+result and model check; the Ray cluster; the endpoint's probe) and puts it into the JSON document
+(:data:`SCHEMA_VERSION`, described in docs/status.md); :func:`render_markdown` is the report a person reads. The
+files are written as recon_report writes its own (_report_files: only when something but ``generated_at``
+changed).
+"""
+
+from __future__ import annotations
+
+import json
+import typing as t
+from dataclasses import fields
+from datetime import datetime
+
+from ansible_collections.sparkops.inference.plugins.module_utils._benchmark_report import NAME_PATTERN
+from ansible_collections.sparkops.inference.plugins.module_utils._recon_report import version_rows
+from ansible_collections.sparkops.inference.plugins.module_utils._report_files import Plan, utc_now
+from ansible_collections.sparkops.inference.plugins.module_utils._report_files import plan as plan_files
+from ansible_collections.sparkops.inference.plugins.module_utils._unit_status import HealthEvent, UnitState
+from ansible_collections.sparkops.inference.plugins.module_utils._version_drift import COMPONENTS
+
+SCHEMA_VERSION = 1
+ROLES = ("head", "worker")
+MISSING = "n/a"
+SAMPLE_CHARS = 200
+UNIT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(UnitState))
+EVENT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(HealthEvent))
+MODEL_NODE_KEYS = ("commit", "complete", "checked_at", "mode", "problems")
+RAY_NODE_KEYS = ("ip", "hostname", "alive", "state", "is_head", "gpus")
+ENDPOINT_KEYS = ("url", "model", "ready", "state", "latency_s", "sample", "sample_source", "finish_reason", "completion_tokens", "error")
+SAMPLE_SOURCES = ("content", "reasoning")
+
+
+class StatusReportError(ValueError):
+    """Options that cannot be reported; the message names the option (and the host)."""
+
+
+def check_basename(basename: str) -> None:
+    if not NAME_PATTERN.match(basename):
+        raise StatusReportError(f"basename {basename!r} must be a file base name: letters, digits, '.', '_' and '-', not starting with '.', '_' or '-'")
+
+
+def _mapping(value: t.Any, where: str) -> t.Mapping[str, t.Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, t.Mapping):
+        raise StatusReportError(f"{where} must be a dictionary or null")
+    return value
+
+
+def _list(value: t.Any, where: str) -> list[t.Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise StatusReportError(f"{where} must be a list")
+    return value
+
+
+def _str(value: t.Any) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _bool(value: t.Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _number(value: t.Any) -> int | float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _strings(value: t.Any, where: str) -> list[str]:
+    return [str(item) for item in _list(value, where)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The document
+
+
+def _units(value: t.Any, host: str) -> tuple[list[dict[str, t.Any]] | None, list[dict[str, t.Any]], list[str]]:
+    """A node's unit_status result as (units or None when not read, its health events with the host, its notes)."""
+    result = _mapping(value, f"nodes.{host}.units")
+    if result is None:
+        return None, [], []
+    units = []
+    for index, unit in enumerate(_list(result.get("units"), f"nodes.{host}.units.units")):
+        if not isinstance(unit, t.Mapping) or not unit.get("unit"):
+            raise StatusReportError(f"nodes.{host}.units.units[{index}] must be a unit of sparkops.inference.unit_status (a dictionary with unit)")
+        units.append({key: unit.get(key) for key in UNIT_KEYS})
+    events = []
+    for index, event in enumerate(_list(result.get("health_events"), f"nodes.{host}.units.health_events")):
+        if not isinstance(event, t.Mapping):
+            raise StatusReportError(f"nodes.{host}.units.health_events[{index}] must be a dictionary")
+        events.append({"host": host, **{key: event.get(key) for key in EVENT_KEYS}})
+    return sorted(units, key=lambda unit: str(unit["unit"])), events, _strings(result.get("notes"), f"nodes.{host}.units.notes")
+
+
+def _model(value: t.Any, host: str) -> dict[str, t.Any] | None:
+    model = _mapping(value, f"nodes.{host}.model")
+    if model is None:
+        return None
+    return {
+        "commit": _str(model.get("commit")),
+        "complete": _bool(model.get("complete")),
+        "checked_at": _str(model.get("checked_at")),
+        "mode": _str(model.get("mode")),
+        "problems": _strings(model.get("problems"), f"nodes.{host}.model.problems"),
+    }
+
+
+def _versions(value: t.Any, host: str) -> dict[str, str | None] | None:
+    versions = _mapping(value, f"nodes.{host}.versions")
+    if versions is None:
+        return None
+    return {component: _str(versions.get(component)) for component in COMPONENTS}
+
+
+def check_nodes(nodes: t.Mapping[str, t.Any]) -> tuple[dict[str, dict[str, t.Any]], list[dict[str, t.Any]]]:
+    """The nodes, sorted by name, and every node's health events; raises naming the host and key when one is malformed."""
+    if not nodes:
+        raise StatusReportError("nodes is empty: give every host's role, addresses, versions, units and model")
+    checked: dict[str, dict[str, t.Any]] = {}
+    events: list[dict[str, t.Any]] = []
+    for host in sorted(nodes, key=str):
+        name = str(host)
+        node = _mapping(nodes[host], f"nodes.{name}") or {}
+        role = node.get("role")
+        if role is not None and role not in ROLES:
+            raise StatusReportError(f"nodes.{name}.role must be one of {', '.join(ROLES)} (or null when unknown), not {role!r}")
+        units, node_events, unit_notes = _units(node.get("units"), name)
+        events += node_events
+        checked[name] = {
+            "role": role,
+            "fabric_ip": _str(node.get("fabric_ip")),
+            "management_address": _str(node.get("management_address")),
+            "versions": _versions(node.get("versions"), name),
+            "units": units,
+            "model": _model(node.get("model"), name),
+            "notes": unit_notes + _strings(node.get("errors"), f"nodes.{name}.errors"),
+        }
+    return checked, events
+
+
+def sorted_events(events: t.Iterable[dict[str, t.Any]]) -> list[dict[str, t.Any]]:
+    """Newest first; entries of the same time by host, unit and message, so that the order is always the same."""
+    ordered = sorted(events, key=lambda event: (str(event.get("host")), str(event.get("unit")), str(event.get("message"))))
+    return sorted(ordered, key=lambda event: -(_number(event.get("time_epoch")) or 0))
+
+
+def check_ray(ray: t.Mapping[str, t.Any] | None) -> dict[str, t.Any] | None:
+    """The Ray cluster: what ray_cluster_info said (or why it could not), nodes head first then by IP; None: not asked."""
+    if ray is None:
+        return None
+    ray = _mapping(ray, "ray") or {}
+    nodes = []
+    for index, node in enumerate(_list(ray.get("nodes"), "ray.nodes")):
+        if not isinstance(node, t.Mapping):
+            raise StatusReportError(f"ray.nodes[{index}] must be a node of sparkops.inference.ray_cluster_info (a dictionary)")
+        nodes.append({key: node.get(key) for key in RAY_NODE_KEYS})
+    nodes.sort(key=lambda node: (node["is_head"] is not True, node["alive"] is not True, str(node["ip"])))
+    return {
+        "address": _str(ray.get("address")),
+        "ready": _bool(ray.get("ready")),
+        "ray_version": _str(ray.get("ray_version")),
+        "alive_nodes": _number(ray.get("alive_nodes")),
+        "total_gpus": _number(ray.get("total_gpus")),
+        "nodes": nodes,
+        "missing": _strings(ray.get("missing"), "ray.missing"),
+        "error": _str(ray.get("error")),
+    }
+
+
+def check_endpoint(endpoint: t.Mapping[str, t.Any] | None) -> dict[str, t.Any] | None:
+    """The endpoint's probe, its sample cut to SAMPLE_CHARS; None: not asked."""
+    if endpoint is None:
+        return None
+    endpoint = _mapping(endpoint, "endpoint") or {}
+    unknown = sorted(set(map(str, endpoint)) - set(ENDPOINT_KEYS))
+    if unknown:
+        raise StatusReportError(f"endpoint has unknown keys {', '.join(unknown)}: it holds {', '.join(ENDPOINT_KEYS)}")
+    sample = _str(endpoint.get("sample"))
+    source = _str(endpoint.get("sample_source"))
+    if source is not None and source not in SAMPLE_SOURCES:
+        raise StatusReportError(f"endpoint.sample_source must be one of {', '.join(SAMPLE_SOURCES)} or null, not {source!r}")
+    latency = _number(endpoint.get("latency_s"))
+    return {
+        "url": _str(endpoint.get("url")),
+        "model": _str(endpoint.get("model")),
+        "ready": endpoint.get("ready") is True,
+        "state": _str(endpoint.get("state")),
+        "latency_s": None if latency is None else round(float(latency), 3),
+        "sample": None if sample is None else sample[:SAMPLE_CHARS],
+        "sample_source": source,
+        "finish_reason": _str(endpoint.get("finish_reason")),
+        "completion_tokens": _number(endpoint.get("completion_tokens")),
+        "error": _str(endpoint.get("error")),
+    }
+
+
+def model_summary(model: t.Mapping[str, t.Any] | None, nodes: t.Mapping[str, t.Mapping[str, t.Any]]) -> dict[str, t.Any]:
+    """repo, revision, the head's commit, and whether every node has that commit and a complete snapshot."""
+    model = _mapping(model, "model") or {}
+    unknown = sorted(set(map(str, model)) - {"repo", "revision"})
+    if unknown:
+        raise StatusReportError(f"model has unknown keys {', '.join(unknown)}: it holds repo and revision")
+    checks = {host: node["model"] for host, node in nodes.items()}
+    commits = {host: (check or {}).get("commit") for host, check in checks.items()}
+    heads = [host for host in sorted(nodes) if nodes[host]["role"] == "head"]
+    commit = commits[heads[0]] if heads else None
+    return {
+        "repo": _str(model.get("repo")),
+        "revision": _str(model.get("revision")),
+        "commit": commit,
+        "same_on_every_node": commit is not None and all(value == commit for value in commits.values()),
+        "complete_on_every_node": all(check is not None and check.get("complete") is True for check in checks.values()),
+    }
+
+
+def build_document(
+    nodes: t.Mapping[str, t.Any],
+    ray: t.Mapping[str, t.Any] | None = None,
+    endpoint: t.Mapping[str, t.Any] | None = None,
+    model: t.Mapping[str, t.Any] | None = None,
+    generated_at: str | None = None,
+) -> dict[str, t.Any]:
+    """The JSON document (see docs/status.md): schema_version, generated_at, nodes, ray, endpoint, model, health_events."""
+    checked, events = check_nodes(nodes)
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "generated_at": generated_at or utc_now(),
+        "nodes": checked,
+        "ray": check_ray(ray),
+        "endpoint": check_endpoint(endpoint),
+        "model": model_summary(model, checked),
+        "health_events": sorted_events(events),
+    }
+    # What is written is JSON: compare and render the JSON form (tuples as lists, keys as strings).
+    return t.cast("dict[str, t.Any]", json.loads(json.dumps(document, default=str)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _cell(value: t.Any) -> str:
+    if value is None or value == "":
+        return MISSING
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def ordered_hosts(nodes: t.Mapping[str, t.Mapping[str, t.Any]]) -> list[str]:
+    """The head(s) first, then the workers, then nodes of unknown role, each by name."""
+    rank = {"head": 0, "worker": 1}
+    return sorted(nodes, key=lambda host: (rank.get(str(nodes[host]["role"]), 2), host))
+
+
+def _epoch(iso: t.Any) -> float | None:
+    if not isinstance(iso, str):
+        return None
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def duration(seconds: float) -> str:
+    """``3d 4h``, ``4h 12m``, ``12m 5s`` or ``5s``."""
+    total = max(int(seconds), 0)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"
+
+
+def _since(unit: t.Mapping[str, t.Any], now: float | None) -> str:
+    since = unit.get("since")
+    if not since:
+        return MISSING
+    epoch = _number(unit.get("since_epoch"))
+    if now is None or epoch is None:
+        return str(since)
+    return f"{since} ({duration(now - epoch)})"
+
+
+def _state(unit: t.Mapping[str, t.Any]) -> str:
+    active, sub = unit.get("active_state"), unit.get("sub_state")
+    text = f"{active or MISSING} ({sub})" if sub else str(active or MISSING)
+    return text if active in ("active", "reloading") else f"**{text}**"
+
+
+def _short(commit: t.Any) -> str:
+    return f"`{str(commit)[:12]}`" if commit else MISSING
+
+
+def _count(node: t.Mapping[str, t.Any]) -> str:
+    units = node["units"]
+    if units is None:
+        return "not read"
+    if not units:
+        return "none found" + (" (see the notes)" if node["notes"] else "")
+    active = sum(1 for unit in units if unit.get("active_state") == "active")
+    return f"{active} of {len(units)} active"
+
+
+def _yes_no(value: t.Any, yes: str, no: str, unknown: str = MISSING) -> str:
+    """``yes`` for True, ``no`` for False, ``unknown`` for anything else (null)."""
+    return yes if value is True else no if value is False else unknown
+
+
+def _model_cell(check: t.Mapping[str, t.Any] | None) -> str:
+    if check is None:
+        return "not checked"
+    state = _yes_no(check.get("complete"), "complete", "**incomplete**")
+    return f"{_short(check.get('commit'))}, {state}"
+
+
+def node_lines(nodes: t.Mapping[str, t.Mapping[str, t.Any]], hosts: list[str]) -> list[str]:
+    lines = ["| Host | Role | Management address | Fabric IP | Units | Model snapshot |", "|---|---|---|---|---|---|"]
+    for host in hosts:
+        node = nodes[host]
+        cells = [host, node["role"] or "unknown", node["management_address"], node["fabric_ip"], _count(node)]
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + f" | {_model_cell(node['model'])} |")
+    return lines
+
+
+def unit_lines(node: t.Mapping[str, t.Any], now: float | None) -> list[str]:
+    units = node["units"]
+    if units is None:
+        return ["Not read."]
+    if not units:
+        return ["No unit found; some could not be read (see the notes)."] if node["notes"] else ["No unit found."]
+    lines = ["| Unit | State | Enabled | Since (for) | Restarts | Main PID | Result |", "|---|---|---|---|---:|---:|---|"]
+    for unit in units:
+        cells = [f"`{unit['unit']}`", _state(unit), _cell(unit.get("enabled")), _cell(_since(unit, now))]
+        cells += [_cell(unit.get("restarts")), _cell(unit.get("main_pid")), _cell(unit.get("result"))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _gpus(value: t.Any) -> str:
+    number = _number(value)
+    if number is None:
+        return MISSING
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def ray_lines(ray: t.Mapping[str, t.Any] | None) -> list[str]:
+    if ray is None:
+        return ["Not asked."]
+    paragraphs: list[list[str]] = []
+    if ray["nodes"] or ray["alive_nodes"] is not None:
+        ready = _yes_no(ray["ready"], "Ready", "**Not ready**", "Readiness unknown")
+        paragraphs.append(
+            [
+                f"{ready}: {_cell(ray['alive_nodes'])} node(s) alive, {_gpus(ray['total_gpus'])} GPU(s), "
+                f"Ray {_cell(ray['ray_version'])} at {_cell(ray['address'])}."
+            ]
+        )
+    if ray["missing"]:
+        paragraphs.append(["Missing (not alive, or too few GPUs): " + ", ".join(_cell(host) for host in ray["missing"]) + "."])
+    if ray["error"]:
+        paragraphs.append([f"**Error**: {_cell(ray['error'])}"])
+    if ray["nodes"]:
+        table = ["| IP | Host name | Head | State | GPUs |", "|---|---|---|---|---:|"]
+        for node in ray["nodes"]:
+            cells = [node["ip"], node["hostname"], "yes" if node["is_head"] else "no", node["state"] or ("ALIVE" if node["alive"] else None)]
+            table.append("| " + " | ".join(_cell(cell) for cell in cells) + f" | {_gpus(node['gpus'])} |")
+        paragraphs.append(table)
+    if not paragraphs:
+        return ["No answer."]
+    lines = paragraphs[0]
+    for paragraph in paragraphs[1:]:
+        lines = [*lines, "", *paragraph]
+    return lines
+
+
+def _verification(check: t.Mapping[str, t.Any]) -> str:
+    mode = check.get("mode") or "quick"
+    when = check.get("checked_at")
+    return f"verified now ({mode} check, {when})" if when else f"verified now ({mode} check)"
+
+
+def model_lines(document: t.Mapping[str, t.Any], hosts: list[str]) -> list[str]:
+    model = document["model"]
+    nodes = document["nodes"]
+    where = f"`{model['repo']}` at revision `{model['revision'] or 'main'}`" if model["repo"] else "The model"
+    found = f"commit `{model['commit']}` on the head" if model["commit"] else "**no commit found on the head**"
+    lines = [f"{where}: {found}."]
+    same = "yes" if model["same_on_every_node"] else "**no**"
+    complete = "yes" if model["complete_on_every_node"] else "**no**"
+    lines += ["", f"Same commit on every node: {same}. Complete on every node: {complete}.", ""]
+    lines += ["| Host | Commit | Complete | Verification | Problems |", "|---|---|---|---|---|"]
+    for host in hosts:
+        check = nodes[host]["model"]
+        if check is None:
+            lines.append(f"| {_cell(host)} | {MISSING} | {MISSING} | not checked | {MISSING} |")
+            continue
+        complete_cell = _yes_no(check["complete"], "yes", "**no**")
+        problems = check["problems"]
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        cells = [_cell(host), _short(check["commit"]), complete_cell, _cell(_verification(check)), _cell(shown or "none")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def endpoint_lines(endpoint: t.Mapping[str, t.Any] | None) -> list[str]:
+    if endpoint is None:
+        return ["Not asked."]
+    latency = endpoint["latency_s"]
+    timing = f" in {latency:.2f} s" if isinstance(latency, (int, float)) else ""
+    if endpoint["ready"]:
+        lines = [f"**Ready**: `{_cell(endpoint['url'])}` serves `{_cell(endpoint['model'])}`; the sample completion answered{timing}."]
+    else:
+        lines = [f"**Not ready** (`{_cell(endpoint['state'])}`): `{_cell(endpoint['url'])}`, model `{_cell(endpoint['model'])}`{timing}."]
+        if endpoint["error"]:
+            lines += ["", f"Why: {_cell(endpoint['error'])}"]
+    details = ""
+    if endpoint["finish_reason"] or endpoint["completion_tokens"] is not None:
+        details = f" (finish_reason {_cell(endpoint['finish_reason'])}, {_cell(endpoint['completion_tokens'])} completion token(s))"
+    if endpoint["sample"]:
+        lines += ["", f"Sample{details}:", ""]
+        lines += ["> " + line if line else ">" for line in endpoint["sample"].splitlines()]
+        if endpoint["sample_source"] == "reasoning":
+            lines += [
+                "",
+                "The text is the model's reasoning: its content was empty, as a reasoning model's is when the tokens run out while it thinks. That is healthy.",
+            ]
+    elif details:
+        lines += ["", f"No sample text{details}."]
+    return lines
+
+
+def event_lines(events: list[t.Mapping[str, t.Any]]) -> list[str]:
+    if not events:
+        return ["None (no journal entry at priority warning or worse)."]
+    lines = ["| Time | Host | Unit | Priority | Message |", "|---|---|---|---|---|"]
+    for event in events:
+        cells = [event.get("time"), event.get("host"), event.get("unit"), event.get("priority"), event.get("message")]
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return lines
+
+
+def headline(document: t.Mapping[str, t.Any]) -> list[str]:
+    """The summary at the top: the endpoint, the units, the model, Ray."""
+    nodes = document["nodes"]
+    endpoint = document["endpoint"]
+    if endpoint is None:
+        serving = "not asked"
+    elif endpoint["ready"]:
+        serving = "**ready**" + (f" ({endpoint['latency_s']:.2f} s)" if isinstance(endpoint["latency_s"], (int, float)) else "")
+    else:
+        serving = f"**not ready** ({_cell(endpoint['state'])})"
+    units = [unit for node in nodes.values() for unit in node["units"] or []]
+    down = [unit for unit in units if unit.get("active_state") not in ("active", "reloading")]
+    unread = [host for host, node in sorted(nodes.items()) if node["units"] is None]
+    unit_text = f"{len(units) - len(down)} of {len(units)} active"
+    if unread:
+        unit_text += f", not read on {', '.join(unread)}"
+    model = document["model"]
+    if model["commit"] is None:
+        model_text = "**no commit found on the head**"
+    else:
+        model_text = f"{_short(model['commit'])}, " + ("same on every node" if model["same_on_every_node"] else "**not the same on every node**")
+    if not model["complete_on_every_node"]:
+        model_text += ", **not complete on every node**"
+    ray = document["ray"]
+    if ray is None:
+        ray_text = "not asked"
+    elif ray["error"] and not ray["nodes"]:
+        error = ray["error"]
+        ray_text = _cell(error) if error.startswith("not asked") else f"**no answer**: {_cell(error[:120])}" + ("…" if len(error) > 120 else "")
+    else:
+        ray_text = f"{_cell(ray['alive_nodes'])} node(s) alive, {_gpus(ray['total_gpus'])} GPU(s)" + ("" if ray["ready"] else ", **not ready**")
+    return [f"- Endpoint: {serving}", f"- Units: {unit_text}", f"- Model: {model_text}", f"- Ray: {ray_text}"]
+
+
+def render_markdown(document: t.Mapping[str, t.Any]) -> str:
+    """The human report: summary, nodes, versions, units, Ray, model, endpoint, health events, notes."""
+    nodes: t.Mapping[str, t.Mapping[str, t.Any]] = document["nodes"]
+    hosts = ordered_hosts(nodes)
+    heads = [host for host in hosts if nodes[host]["role"] == "head"]
+    now = _epoch(document["generated_at"])
+    lines = [
+        "# Cluster status",
+        "",
+        f"{len(hosts)} node(s), head {', '.join(heads) or 'unknown'}; generated {document['generated_at']}.",
+        "",
+        *headline(document),
+        "",
+        "## Nodes",
+        "",
+        *node_lines(nodes, hosts),
+        "",
+        "## Versions",
+        "",
+    ]
+    if any(nodes[host]["versions"] is not None for host in hosts):
+        shaped = {host: {"role": nodes[host]["role"], "recon": {"versions": nodes[host]["versions"] or {}}} for host in hosts}
+        lines += ["A value that differs from the head's is marked **(differs)**.", "", *version_rows(shaped, hosts)]
+    else:
+        lines.append("Not read.")
+    lines += ["", "## Units", ""]
+    for host in hosts:
+        lines += [f"### {host}", "", *unit_lines(nodes[host], now), ""]
+    lines += ["## Ray cluster", "", *ray_lines(document["ray"]), ""]
+    lines += ["## Model", "", *model_lines(document, hosts), ""]
+    lines += ["## Endpoint", "", *endpoint_lines(document["endpoint"]), ""]
+    lines += ["## Last health events", "", "Newest first.", "", *event_lines(document["health_events"]), ""]
+    lines += ["## Notes", ""]
+    notes = [f"- {host}: {_cell(note)}" for host in hosts for note in nodes[host]["notes"]]
+    lines += notes or ["None."]
+    lines.append("")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The files
+
+
+def plan(document: dict[str, t.Any], json_path: str, markdown_path: str) -> Plan:
+    """What to write at ``json_path`` and ``markdown_path``; only ``generated_at`` differing is no change."""
+    return plan_files(document, json_path, markdown_path, render_markdown)

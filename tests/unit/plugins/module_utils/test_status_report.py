@@ -1,0 +1,369 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests for the _status_report module util and, at the end, the status_report module's main() writing the files."""
+
+from __future__ import annotations
+
+import copy
+import json
+import stat
+import typing as t
+from pathlib import Path
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.sparkops.inference.plugins.module_utils._status_report import (
+    SAMPLE_CHARS,
+    SCHEMA_VERSION,
+    StatusReportError,
+    build_document,
+    check_basename,
+    duration,
+    plan,
+    render_markdown,
+)
+from ansible_collections.sparkops.inference.plugins.modules import status_report
+
+NOON = 1769860800
+HEAD_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+OTHER_COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
+GENERATED = "2026-01-31T14:00:00Z"
+MISSING_SHARD = "model-00002-of-00002.safetensors is missing"
+
+
+def versions(vllm: str = "0.30.0") -> dict[str, t.Any]:
+    return {"kernel": "6.11.0-1016-nvidia", "driver": "580.95.05", "cuda": "13.0", "nccl": "2.27.3", "python": "3.12.3", "ray": "2.60.0", "vllm": vllm}
+
+
+def unit(name: str, active: str = "active", sub: str = "running", since: int | None = NOON, restarts: int = 0, result: str = "success") -> dict[str, t.Any]:
+    return {
+        "unit": name,
+        "load_state": "loaded",
+        "active_state": active,
+        "sub_state": sub,
+        "enabled": "enabled",
+        "since": None if since is None else f"2026-01-31T{12 + (since - NOON) // 3600:02d}:00:00Z",
+        "since_epoch": since,
+        "restarts": restarts,
+        "main_pid": 4242 if active == "active" else None,
+        "result": result,
+    }
+
+
+def event(epoch: float, unit_name: str, message: str, priority: str = "warning") -> dict[str, t.Any]:
+    return {"time": "x", "time_epoch": epoch, "unit": unit_name, "priority": priority, "message": message}
+
+
+def nodes() -> dict[str, t.Any]:
+    return {
+        "spark-worker1": {
+            "role": "worker",
+            "fabric_ip": "192.168.200.12",
+            "management_address": "10.0.0.12",
+            "versions": versions("0.29.0"),
+            "units": {
+                "units": [unit("sparkops-vllm.service", "failed", "failed", NOON + 3600, 5, "exit-code"), unit("sparkops-ray-worker.service")],
+                "health_events": [event(NOON + 3590, "sparkops-vllm.service", "sparkops-vllm.service: Failed with result 'exit-code'.")],
+                "notes": [],
+            },
+            "model": {"commit": OTHER_COMMIT, "complete": False, "checked_at": GENERATED, "mode": "quick", "problems": [MISSING_SHARD]},
+        },
+        "spark-head": {
+            "role": "head",
+            "fabric_ip": "192.168.200.11",
+            "management_address": "10.0.0.11",
+            "versions": versions(),
+            "units": {
+                "units": [unit("sparkops-vllm.service"), unit("sparkops-ray-head.service")],
+                "health_events": [
+                    event(NOON + 10, "sparkops-ray-head.service", "raylet | low memory"),
+                    event(NOON + 3600.5, "sparkops-vllm.service", "RuntimeError: boom", "err"),
+                ],
+                "notes": ["journalctl failed (rc 1): nope"],
+            },
+            "model": {"commit": HEAD_COMMIT, "complete": True, "checked_at": GENERATED, "mode": "quick", "problems": []},
+        },
+    }
+
+
+RAY: dict[str, t.Any] = {
+    "address": "192.168.200.11:6379",
+    "ready": True,
+    "ray_version": "2.60.0",
+    "alive_nodes": 2,
+    "total_gpus": 2.0,
+    "nodes": [
+        {"node_id": "b", "ip": "192.168.200.12", "hostname": "spark-worker1", "alive": True, "state": "ALIVE", "is_head": False, "gpus": 1.0},
+        {"node_id": "a", "ip": "192.168.200.11", "hostname": "spark-head", "alive": True, "state": "ALIVE", "is_head": True, "gpus": 1.0, "resources": {}},
+    ],
+    "missing": [],
+    "error": None,
+}
+ENDPOINT: dict[str, t.Any] = {
+    "url": "http://127.0.0.1:8000",
+    "model": "tiny-moe",
+    "ready": True,
+    "state": "ready",
+    "latency_s": 0.8421,
+    "sample": "The user wants a greeting.\nSo I say hello.",
+    "sample_source": "reasoning",
+    "finish_reason": "length",
+    "completion_tokens": 16,
+    "error": None,
+}
+MODEL: dict[str, t.Any] = {"repo": "sparkops-lab/tiny-moe", "revision": "main"}
+
+
+def document(**overrides: t.Any) -> dict[str, t.Any]:
+    args: dict[str, t.Any] = {"nodes": nodes(), "ray": RAY, "endpoint": ENDPOINT, "model": MODEL, "generated_at": GENERATED}
+    args.update(overrides)
+    return build_document(**args)
+
+
+def test_document_shape() -> None:
+    doc = document()
+    assert list(doc) == ["schema_version", "generated_at", "nodes", "ray", "endpoint", "model", "health_events"]
+    assert doc["schema_version"] == SCHEMA_VERSION == 1
+    assert list(doc["nodes"]) == ["spark-head", "spark-worker1"]
+    head = doc["nodes"]["spark-head"]
+    assert (head["role"], head["fabric_ip"], head["management_address"]) == ("head", "192.168.200.11", "10.0.0.11")
+    assert [u["unit"] for u in head["units"]] == ["sparkops-ray-head.service", "sparkops-vllm.service"]
+    assert head["versions"]["vllm"] == "0.30.0"
+    assert head["model"] == {"commit": HEAD_COMMIT, "complete": True, "checked_at": GENERATED, "mode": "quick", "problems": []}
+    assert head["notes"] == ["journalctl failed (rc 1): nope"]
+    assert doc["model"] == {
+        "repo": "sparkops-lab/tiny-moe",
+        "revision": "main",
+        "commit": HEAD_COMMIT,
+        "same_on_every_node": False,
+        "complete_on_every_node": False,
+    }
+    # Ray's nodes: the head first, only the reported keys.
+    assert [n["hostname"] for n in doc["ray"]["nodes"]] == ["spark-head", "spark-worker1"]
+    assert set(doc["ray"]["nodes"][0]) == {"ip", "hostname", "alive", "state", "is_head", "gpus"}
+    assert doc["endpoint"]["latency_s"] == 0.842
+
+
+def test_health_events_merged_newest_first_with_host() -> None:
+    events = document()["health_events"]
+    assert [(e["host"], e["time_epoch"], e["priority"]) for e in events] == [
+        ("spark-head", NOON + 3600.5, "err"),
+        ("spark-worker1", NOON + 3590, "warning"),
+        ("spark-head", NOON + 10, "warning"),
+    ]
+    assert set(events[0]) == {"host", "time", "time_epoch", "unit", "priority", "message"}
+
+
+def test_same_commit_everywhere() -> None:
+    same = nodes()
+    same["spark-worker1"]["model"].update(commit=HEAD_COMMIT, complete=True, problems=[])
+    doc = document(nodes=same)
+    assert (doc["model"]["same_on_every_node"], doc["model"]["complete_on_every_node"]) == (True, True)
+    # A node not checked is not the same.
+    same["spark-worker1"]["model"] = None
+    doc = document(nodes=same)
+    assert (doc["model"]["same_on_every_node"], doc["model"]["complete_on_every_node"]) == (False, False)
+
+
+def test_a_node_with_nothing_read() -> None:
+    broken = nodes()
+    broken["spark-worker2"] = None
+    broken["spark-worker3"] = {"role": "worker", "errors": ["unreachable: ssh: connect to host 10.0.0.14 port 22: No route to host"]}
+    doc = document(nodes=broken)
+    assert doc["nodes"]["spark-worker2"] == {
+        "role": None,
+        "fabric_ip": None,
+        "management_address": None,
+        "versions": None,
+        "units": None,
+        "model": None,
+        "notes": [],
+    }
+    assert doc["nodes"]["spark-worker3"]["notes"] == ["unreachable: ssh: connect to host 10.0.0.14 port 22: No route to host"]
+    markdown = render_markdown(doc)
+    assert "| spark-worker2 | unknown | n/a | n/a | not read | not checked |" in markdown
+    assert "### spark-worker3\n\nNot read.\n" in markdown
+    assert "- spark-worker3: unreachable: ssh: connect to host 10.0.0.14 port 22: No route to host" in markdown
+
+
+def test_sample_is_cut() -> None:
+    doc = document(endpoint={**ENDPOINT, "sample": "y" * 500})
+    assert doc["endpoint"]["sample"] == "y" * SAMPLE_CHARS
+
+
+def test_ray_and_endpoint_may_be_null() -> None:
+    doc = document(ray=None, endpoint=None, model=None)
+    assert (doc["ray"], doc["endpoint"]) == (None, None)
+    assert doc["model"]["repo"] is None
+    markdown = render_markdown(doc)
+    assert "## Ray cluster\n\nNot asked.\n" in markdown
+    assert "## Endpoint\n\nNot asked.\n" in markdown
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"nodes": {}}, "nodes is empty"),
+        ({"nodes": {"a": {"role": "boss"}}}, "nodes.a.role must be one of head, worker"),
+        ({"nodes": {"a": "head"}}, "nodes.a must be a dictionary or null"),
+        ({"nodes": {"a": {"units": {"units": [{"active_state": "active"}]}}}}, "nodes.a.units.units[0] must be a unit"),
+        ({"nodes": {"a": {"units": ["x"]}}}, "nodes.a.units must be a dictionary or null"),
+        ({"nodes": {"a": {"model": {"problems": "all"}}}}, "nodes.a.model.problems must be a list"),
+        ({"endpoint": {"url": "x", "api_key": "secret"}}, "endpoint has unknown keys api_key"),
+        ({"endpoint": {"sample_source": "tools"}}, "endpoint.sample_source must be one of content, reasoning"),
+        ({"model": {"repo": "x", "commit": "y"}}, "model has unknown keys commit"),
+        ({"ray": {"nodes": ["x"]}}, "ray.nodes[0] must be a node"),
+    ],
+)
+def test_bad_options(overrides: dict[str, t.Any], message: str) -> None:
+    with pytest.raises(StatusReportError, match=r"^" + message.replace("[", r"\[").replace("]", r"\]")):
+        document(**overrides)
+
+
+def test_check_basename() -> None:
+    check_basename("status-2026.01")
+    with pytest.raises(StatusReportError):
+        check_basename("../status")
+
+
+def test_duration() -> None:
+    assert [duration(s) for s in (5, 65, 3725, 90000, -3)] == ["5s", "1m 5s", "1h 2m", "1d 1h", "0s"]
+
+
+def test_markdown() -> None:
+    markdown = render_markdown(document())
+    assert markdown.startswith("# Cluster status\n\n2 node(s), head spark-head; generated 2026-01-31T14:00:00Z.\n")
+    assert "- Endpoint: **ready** (0.84 s)" in markdown
+    assert "- Units: 3 of 4 active" in markdown
+    assert "- Model: `0123456789ab`, **not the same on every node**, **not complete on every node**" in markdown
+    assert "- Ray: 2 node(s) alive, 2 GPU(s)" in markdown
+    # Nodes: head first.
+    assert markdown.index("| spark-head | head | 10.0.0.11 | 192.168.200.11 | 2 of 2 active | `0123456789ab`, complete |") < markdown.index(
+        "| spark-worker1 | worker | 10.0.0.12 | 192.168.200.12 | 1 of 2 active | `fedcba987654`, **incomplete** |"
+    )
+    assert "| vllm | 0.30.0 | **0.29.0** (differs) | **no** |" in markdown
+    # Units: state, since (and for how long at generated_at), restarts.
+    assert "| `sparkops-vllm.service` | active (running) | enabled | 2026-01-31T12:00:00Z (2h 0m) | 0 | 4242 | success |" in markdown
+    assert "| `sparkops-vllm.service` | **failed (failed)** | enabled | 2026-01-31T13:00:00Z (1h 0m) | 5 | n/a | exit-code |" in markdown
+    assert "Ready: 2 node(s) alive, 2 GPU(s), Ray 2.60.0 at 192.168.200.11:6379." in markdown
+    assert "| 192.168.200.11 | spark-head | yes | ALIVE | 1 |" in markdown
+    assert f"`sparkops-lab/tiny-moe` at revision `main`: commit `{HEAD_COMMIT}` on the head." in markdown
+    assert f"| spark-head | `0123456789ab` | yes | verified now (quick check, {GENERATED}) | none |" in markdown
+    assert f"| spark-worker1 | `fedcba987654` | **no** | verified now (quick check, {GENERATED}) | {MISSING_SHARD} |" in markdown
+    assert "**Ready**: `http://127.0.0.1:8000` serves `tiny-moe`; the sample completion answered in 0.84 s." in markdown
+    assert "> The user wants a greeting.\n> So I say hello." in markdown
+    assert "The text is the model's reasoning: its content was empty" in markdown
+    assert "Sample (finish_reason length, 16 completion token(s)):" in markdown
+    assert "| x | spark-head | sparkops-ray-head.service | warning | raylet \\| low memory |" in markdown
+    assert "- spark-head: journalctl failed (rc 1): nope" in markdown
+
+
+def test_markdown_not_ready() -> None:
+    endpoint = {
+        "url": "http://127.0.0.1:8000",
+        "model": "tiny-moe",
+        "ready": False,
+        "state": "refused",
+        "latency_s": 0.01,
+        "sample": None,
+        "error": "http://127.0.0.1:8000 not ready after 0 s (1 attempt): health: connection refused",
+    }
+    ray = {"address": "192.168.200.11:6379", "error": "not asked: sparkops-ray-head.service is not active on spark-head"}
+    markdown = render_markdown(document(endpoint=endpoint, ray=ray))
+    assert "- Endpoint: **not ready** (refused)" in markdown
+    assert "**Not ready** (`refused`): `http://127.0.0.1:8000`, model `tiny-moe` in 0.01 s." in markdown
+    assert "Why: http://127.0.0.1:8000 not ready after 0 s (1 attempt): health: connection refused" in markdown
+    assert "- Ray: not asked: sparkops-ray-head.service is not active on spark-head" in markdown
+    assert "## Ray cluster\n\n**Error**: not asked: sparkops-ray-head.service is not active on spark-head\n" in markdown
+
+
+def test_markdown_ray_error_and_no_units_found() -> None:
+    quiet = nodes()
+    quiet["spark-worker1"]["units"] = {"units": [], "health_events": [], "notes": ["systemctl list-units failed (rc 1): bus down"]}
+    quiet["spark-head"]["model"] = None
+    ray = {"address": "192.168.200.11:6379", "error": "cannot reach the Ray cluster at 192.168.200.11:6379: " + "z" * 200}
+    markdown = render_markdown(document(nodes=quiet, ray=ray))
+    assert "- Ray: **no answer**: cannot reach the Ray cluster at 192.168.200.11:6379: " + "z" * 67 + "…\n" in markdown
+    assert "- Model: **no commit found on the head**, **not complete on every node**" in markdown
+    assert "| spark-worker1 | worker | 10.0.0.12 | 192.168.200.12 | none found (see the notes) | `fedcba987654`, **incomplete** |" in markdown
+    assert "### spark-worker1\n\nNo unit found; some could not be read (see the notes).\n" in markdown
+    assert "| spark-head | n/a | n/a | not checked | n/a |" in markdown
+
+
+def test_document_is_deterministic() -> None:
+    shuffled = nodes()
+    shuffled["spark-head"]["units"]["units"].reverse()
+    shuffled["spark-head"]["units"]["health_events"].reverse()
+    ray = copy.deepcopy(RAY)
+    ray["nodes"].reverse()
+    assert document(nodes=shuffled, ray=ray) == document()
+    assert render_markdown(document(nodes=shuffled, ray=ray)) == render_markdown(document())
+
+
+def test_plan_keeps_generated_at_and_notices_changes(tmp_path: Path) -> None:
+    json_path, md_path = str(tmp_path / "status.json"), str(tmp_path / "status.md")
+    first = plan(document(), json_path, md_path)
+    assert (first.json_changed, first.markdown_changed) == (True, True)
+    Path(json_path).write_bytes(first.json_bytes)
+    Path(md_path).write_bytes(first.markdown_bytes)
+    again = plan(document(generated_at="2026-02-01T00:00:00Z"), json_path, md_path)
+    assert not again.changed
+    assert again.document["generated_at"] == GENERATED
+    # A new latency (each run's probe) is a change, with the new time.
+    later = plan(document(generated_at="2026-02-01T00:00:00Z", endpoint={**ENDPOINT, "latency_s": 0.9}), json_path, md_path)
+    assert (later.json_changed, later.markdown_changed) == (True, True)
+    assert later.document["generated_at"] == "2026-02-01T00:00:00Z"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The module
+
+
+def run_module(args: dict[str, t.Any], capsys: pytest.CaptureFixture[str]) -> dict[str, t.Any]:
+    with patch_module_args(args), pytest.raises(SystemExit):
+        status_report.main()
+    return t.cast("dict[str, t.Any]", json.loads(capsys.readouterr().out))
+
+
+def module_args(dest: Path, **extra: t.Any) -> dict[str, t.Any]:
+    return {"nodes": nodes(), "ray": RAY, "endpoint": ENDPOINT, "model": MODEL, "dest_dir": str(dest), **extra}
+
+
+def test_module_writes_then_reports_no_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "reports" / "new"
+    result = run_module(module_args(dest), capsys)
+    assert result["changed"] is True
+    assert result["changed_files"] == [str(dest / "status.json"), str(dest / "status.md")]
+    written = json.loads((dest / "status.json").read_text())
+    assert written["nodes"]["spark-head"]["units"][1]["unit"] == "sparkops-vllm.service"
+    assert written["generated_at"] == result["generated_at"]
+    assert (dest / "status.md").read_text().startswith("# Cluster status\n")
+    assert stat.S_IMODE((dest / "status.json").stat().st_mode) == 0o644
+    assert result["summary"] == [
+        "Endpoint: ready (0.84 s)",
+        "Units: 3 of 4 active",
+        "Model: 0123456789ab, not the same on every node, not complete on every node",
+        "Ray: 2 node(s) alive, 2 GPU(s)",
+    ]
+    again = run_module(module_args(dest), capsys)
+    assert (again["changed"], again["changed_files"], again["generated_at"]) == (False, [], result["generated_at"])
+
+
+def test_module_check_mode_and_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_module(module_args(tmp_path, basename="st", _ansible_check_mode=True, _ansible_diff=True), capsys)
+    assert result["changed"] is True
+    assert result["msg"].startswith("would write ")
+    assert list(tmp_path.iterdir()) == []
+    assert result["diff"]["before"] == ""
+    assert result["diff"]["after"].startswith("# Cluster status")
+
+
+def test_module_fails_on_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_module(module_args(tmp_path, basename=".hidden"), capsys)
+    assert result["failed"] is True
+    assert "basename '.hidden'" in result["msg"]
+    result = run_module(module_args(tmp_path, endpoint={"token": "x"}), capsys)
+    assert result["failed"] is True
+    assert "endpoint has unknown keys token" in result["msg"]
+    assert list(tmp_path.iterdir()) == []
