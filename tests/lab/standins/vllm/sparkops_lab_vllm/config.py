@@ -27,6 +27,7 @@ class Behaviour:
     load_seconds: float = 3.0  # port bound but not listening: connection refused, as while vLLM loads
     unhealthy_seconds: float = 1.0  # then listening, /health and /v1/* 503 (guessed: vLLM has no such window)
     crash_at_start: bool = False  # after load_seconds: the engine core fails to start, exit 1
+    crash_at_start_version: str = ""  # a stand-in knob: crash_at_start only when the installed wheel has this version
     wedged: bool = False  # /health 200 and /v1/models fine, completions 500
     reasoning_tokens: int = 16  # tokens a reasoning model thinks before it answers
     answer_tokens: int = 24  # tokens of an answer (finish_reason "stop" when max_tokens allows them all)
@@ -44,6 +45,10 @@ def env_name(key: str) -> str:
 
 
 def _convert(key: str, kind: str, value: object) -> object:
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: {value!r} is not a string")
+        return value
     if kind == "bool":
         if isinstance(value, bool):
             return value

@@ -132,13 +132,23 @@ def engine_config(args: argparse.Namespace, behaviour: Behaviour) -> tuple[Model
     return model, length, backend, ray
 
 
+def installed_version() -> str:
+    """The installed wheel's version (the distribution ``vllm``), for ``crash_at_start_version``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vllm")
+    except PackageNotFoundError:
+        return ""
+
+
 def start_engine(args: argparse.Namespace, behaviour: Behaviour, state: State, held: Resources, model: Model, backend: str, ray: Any) -> None:
     """The engine core's start: its executor, and the model loading (in Ray mode, within initialize_worker)."""
 
     def load() -> None:
         log("INFO", "gpu_model_runner.py:5317", f"Starting to load model {model.path}...", ENGINE)
         pause(behaviour.load_seconds)
-        if behaviour.crash_at_start:
+        if behaviour.crash_at_start or (behaviour.crash_at_start_version and behaviour.crash_at_start_version == installed_version()):
             raise Fatal("RuntimeError", "CUDA error: an illegal memory access was encountered (lab stand-in: crash_at_start)", in_engine=True)
         if not model.has_weights and args.load_format != "dummy":  # model_executor/model_loader/default_loader.py:237-240
             raise Fatal("RuntimeError", f"Cannot find any model weights with `{model.path}`", in_engine=True)

@@ -1,16 +1,25 @@
-"""playbooks/teardown.yml on the deployed lab: check mode lists what would go and changes nothing; the run removes
+"""Upgrades of vLLM on the deployed lab: one whose new version does not serve is rolled back to the serving install
+on every node (and the run fails saying so); one that serves replaces it and leaves no copy behind. Then
+playbooks/teardown.yml: check mode lists what would go and changes nothing; the run removes
 every unit, environment file, venv, key and listening port the collection installed (the workers' model copies with
 teardown_models, the head's kept), leaves a service it did not install alone, and a second run changes nothing.
 test_via_awx.py runs next: its Deploy job redeploys the torn-down lab with site.yml."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import sys
 import typing as t
+from pathlib import Path
 
+import openai
 import testinfra
+
+sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab import vllm_wheel  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -40,6 +49,56 @@ def teardown(*args: str) -> subprocess.CompletedProcess[str]:
 
 def recap(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
     return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)} for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", run.stdout, re.MULTILINE)}
+
+
+def site(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
+    )
+
+
+def vllm_version(name: str) -> str:
+    return str(node(name).check_output("/opt/sparkops/ray/bin/python -c \"import importlib.metadata as m; print(m.version('vllm'))\""))
+
+
+def answers() -> bool:
+    client = openai.OpenAI(base_url=f"http://{os.environ['RAY_LAB_HEAD_MGMT_IP']}:8000/v1", api_key=os.environ["SERVE_LAB_API_KEY"], timeout=30)
+    reply = client.chat.completions.create(model=os.environ["SERVE_LAB_MODEL"], messages=[{"role": "user", "content": "Hi"}], max_tokens=8)
+    return reply.usage is not None and reply.usage.completion_tokens > 0
+
+
+def test_an_upgrade_that_does_not_serve_is_rolled_back_then_one_that_serves_replaces_it(tmp_path: Path) -> None:
+    """vLLM 0.30.1 (the stand-in wheel built as that version) in the nodes' wheelhouse; the stand-in's behaviour file
+    makes that version's engine fail at start (a broken release), then not."""
+    wheel = vllm_wheel.build_wheel(tmp_path, "0.30.1")
+    behaviour = "/etc/sparkops-lab/vllm.json"
+    for name in (HEAD, WORKER):
+        subprocess.run(["podman", "cp", str(wheel), f"{name}:/opt/sparkops/wheelhouse/{wheel.name}"], check=True)
+    config = json.loads(node(HEAD).check_output(f"cat {behaviour}"))
+    node(HEAD).check_output(f"echo '{json.dumps({**config, 'crash_at_start_version': '0.30.1'})}' > {behaviour}")
+    try:
+        failed = site("--tags", "serve", "-e", "vllm_serve_version=0.30.1", "-e", "vllm_serve_ready_timeout_s=60")
+        out = " ".join((failed.stdout + failed.stderr).split())
+        assert failed.returncode != 0, out[-3000:]
+        assert "vLLM 0.30.1 did not serve, so the previous install (vLLM 0.30.0) was put back on" in out, out[-3000:]
+        assert "serves again" in out and "lab stand-in: crash_at_start" in out, out[-3000:]
+        for name in (HEAD, WORKER):
+            assert vllm_version(name) == "0.30.0", name
+            assert not node(name).file("/opt/sparkops/ray.previous").exists, name
+        assert answers()
+    finally:
+        node(HEAD).check_output(f"echo '{json.dumps(config)}' > {behaviour}")
+    upgraded = site("--tags", "serve", "-e", "vllm_serve_version=0.30.1")
+    assert upgraded.returncode == 0, upgraded.stdout[-3000:] + upgraded.stderr[-2000:]
+    for name in (HEAD, WORKER):
+        assert vllm_version(name) == "0.30.1", name
+        assert not node(name).file("/opt/sparkops/ray.previous").exists, name  # the copy goes once the new one serves
+    assert answers()
 
 
 def ours(name: str) -> str:
