@@ -1,4 +1,4 @@
-"""`make test`: every check of the collection, one stage after another, timed.
+"""`make test`: every check of the collection, stage after stage (some side by side: LANES), timed.
 
 Each stage's output goes to tests/output/ci/<stage>.log; a failing stage's tail is printed. Stages that
 run pytest (unit tests, Molecule's testinfra verifiers) count their test cases; every other stage counts
@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,15 @@ STAGES: tuple[Stage, ...] = (
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
     Stage("molecule-engine", ("molecule", "test", "-s", "engine"), "molecule-engine.xml"),
+)
+
+
+# Stages that run at the same time, each lane in order (CI has 2 cores): the unit tests use one core, the lab
+# scenarios mostly wait on containers and reboots; the sanity tests and the reclaim scenario share the machine.
+# A group starts where its first stage would; its stages' outcomes are listed in STAGES' order.
+LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (("unit",), ("molecule-lab", "molecule-lab_miswired")),
+    (("ansible-test-sanity",), ("molecule-reclaim",)),
 )
 
 
@@ -110,7 +120,18 @@ def main(argv: list[str]) -> int:
     OUTPUT.mkdir(parents=True, exist_ok=True)
     os.environ["SPARKOPS_JUNIT_DIR"] = str(OUTPUT)
     started = time.monotonic()
-    outcomes = [run_stage(stage) for stage in stages]
+    by_name = {s.name: s for s in stages}
+    done: dict[str, Outcome] = {}
+    for stage in stages:
+        if stage.name in done:
+            continue
+        group = next((g for g in LANES if stage.name in {name for lane in g for name in lane}), None)
+        lanes = [[by_name[n] for n in lane if n in by_name] for lane in group] if group else [[stage]]
+        lanes = [lane for lane in lanes if lane]
+        with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+            for lane_outcomes in pool.map(lambda lane: [run_stage(s) for s in lane], lanes):
+                done.update((o.stage.name, o) for o in lane_outcomes)
+    outcomes = [done[s.name] for s in stages]
     print("\nstage                      seconds  passed  failed  skipped")
     for o in outcomes:
         print(f"{o.stage.name:<26} {o.seconds:7.1f} {o.passed:7d} {o.failed:7d} {o.skipped:8d}")

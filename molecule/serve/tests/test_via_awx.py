@@ -181,7 +181,7 @@ def test_status_reports_what_runs_where(controller: awx_job.Controller) -> None:
     job = controller.launch(awx_job.Launch("sparkops Status"))
     ok(job)
     report = json.dumps([e["event_data"].get("res", {}) for e in job.events if e.get("event") == "runner_on_ok"])
-    assert f"{HEAD}: head, fabric 192.168.200.51" in report and "sparkops-vllm.service=running" in report, report[-2000:]
+    assert f"{HEAD}: head, fabric 192.168.200.51" in report and "sparkops-vllm.service=active/running" in report, report[-2000:]
 
 
 def test_benchmark_measures_the_known_pace(controller: awx_job.Controller) -> None:
