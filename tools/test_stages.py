@@ -50,12 +50,26 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
-# Stages that run at the same time, each lane in order (CI has 2 cores): the unit tests use one core, the lab
-# scenarios mostly wait on containers and reboots; the sanity tests and the reclaim scenario share the machine.
+# Stages that run at the same time, each lane in order (CI has 2 cores): the static checks and unit tests, which keep
+# one core busy, beside the lab, lab_miswired and reclaim scenarios, which mostly wait on containers, ssh and reboots.
 # A group starts where its first stage would; its stages' outcomes are listed in STAGES' order.
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
-    (("unit",), ("molecule-lab", "molecule-lab_miswired")),
-    (("ansible-test-sanity",), ("molecule-reclaim",)),
+    (
+        (
+            "ruff",
+            "mypy",
+            "yamllint",
+            "ansible-lint",
+            "argument-specs",
+            "awx-templates",
+            "ansible-test-sanity",
+            "unit",
+            "playbook-syntax",
+            "collection-build",
+            "execution-environment",
+        ),
+        ("molecule-lab", "molecule-lab_miswired", "molecule-reclaim"),
+    ),
 )
 
 
