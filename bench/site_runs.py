@@ -55,6 +55,7 @@ def main(argv: list[str]) -> int:
     runs: dict[str, list[float]] = {kind: [] for kind in KINDS}
     changed: dict[str, list[int]] = {kind: [] for kind in KINDS}
     try:
+        subprocess.run([*LAB, "down"], check=True, cwd=REPO, stdout=subprocess.DEVNULL)  # fresh nodes for the baseline
         subprocess.run([*LAB, "up", "--nodes", str(args.nodes)], check=True, cwd=REPO, stdout=subprocess.DEVNULL)
         first = site()[0]
         print(f"first run: {first:.1f}s", flush=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import typing as t
 from pathlib import Path
@@ -25,6 +26,7 @@ LEVELS = (1, 2)
 PROMPT_TOKENS = 32
 OUTPUT_TOKENS = 16
 REQUESTS = 16
+ATTEMPTS = 3  # runs per level by each load generator at most, while their medians disagree
 
 
 def node(name: str) -> t.Any:
@@ -86,22 +88,31 @@ def disagreements(mine: dict[str, t.Any], theirs: dict[str, t.Any]) -> list[str]
     return found
 
 
+def median_of(runs: list[dict[str, t.Any]]) -> dict[str, t.Any]:
+    """Each figure's median over the runs of one load generator (completed: the fewest any run completed)."""
+    merged = {key: statistics.median(run[key] for run in runs) for key in ("output_throughput", "median_ttft_ms")}
+    return {**merged, "completed": min(run["completed"] for run in runs)}
+
+
 def test_the_benchmark_agrees_with_vllm_bench_serve(tmp_path: Path) -> None:
     """Each level measured by both, one right after the other (the lab's 2-core host drifts from one minute to the
-    next), TTFT compared by its median. At two in flight a round's two requests either share the engine's step or
-    queue one behind the other, so the same client's median TTFT moves by up to 20 % between runs of this size on
-    this host: a level that disagrees is measured once more by both, and must agree then (every attempt is recorded)."""
+    next), TTFT compared by its median. On this host a run of 16 requests moves by up to 20 % from the same client's
+    previous one (at two in flight a round's two requests either share the engine's step or queue one behind the
+    other), so a level that disagrees is measured again by both, up to three times in all, and the medians of every
+    run so far must agree (every run is recorded)."""
     # Not counted: the engine's first batches of two sequences are slow (kernels for a new shape); whoever ran first
     # would pay for them.
     vllm_bench(max(LEVELS), requests=4)
     attempts: dict[str, list[dict[str, t.Any]]] = {}
     problems: dict[int, list[str]] = {}
     for level in LEVELS:
-        for attempt in range(2):
-            mine = ours(tmp_path / f"c{level}-{attempt}", level)
-            theirs = vllm_bench(level)
-            attempts.setdefault(str(level), []).append({"ours": {k: mine[k] for k in KEYS}, "vllm_bench_serve": {k: theirs[k] for k in KEYS}})
-            problems[level] = disagreements(mine, theirs)
+        mine: list[dict[str, t.Any]] = []
+        theirs: list[dict[str, t.Any]] = []
+        for attempt in range(ATTEMPTS):
+            mine.append(ours(tmp_path / f"c{level}-{attempt}", level))
+            theirs.append(vllm_bench(level))
+            attempts.setdefault(str(level), []).append({"ours": {k: mine[-1][k] for k in KEYS}, "vllm_bench_serve": {k: theirs[-1][k] for k in KEYS}})
+            problems[level] = disagreements(median_of(mine), median_of(theirs))
             if not problems[level]:
                 break
     figures = {"prompt_tokens": PROMPT_TOKENS, "output_tokens": OUTPUT_TOKENS, "requests": REQUESTS, "levels": attempts}

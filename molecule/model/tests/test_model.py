@@ -232,3 +232,62 @@ def test_a_rerun_downloads_nothing_and_removes_a_partial_a_killed_download_left(
     assert hub_requests()[before:] == []  # not even a metadata request: the quick check found the snapshot complete
     push = run.stdout.split("Push the snapshot over the fabric]", 1)[1].split("\n\n", 1)[0]
     assert f"skipping: [{HEAD}]" in push, push  # every worker was complete: nothing to send (a converged re-run)
+
+
+# --- old snapshots pruned when asked (model_sync_prune_snapshots) ------------------------------------------------------
+
+HUB_ROOT = "/srv/sparkops-lab/hub"  # the Hub stand-in's folder on the head (tests/lab/sparklab/hub_server.py)
+
+
+def new_revision(tag: str) -> str:
+    """A new commit of the gated model on the Hub stand-in, tagged ``tag``: the files of the commit `main` names and a
+    README.md of its own (the weights stay the same blobs). Returns the commit."""
+    head = node(HEAD)
+    main = head.check_output(f'python3 -c \'import json; print(json.load(open("{HUB_ROOT}/{GATED}/refs.json"))["main"])\'')
+    source = f"/tmp/lab-hub-revision-{tag}"
+    head.check_output(f"rm -rf {source} && cp -rL {HUB_ROOT}/{GATED}/{main} {source} && printf '# tiny-gated, {tag}\\n' > {source}/README.md")
+    commit = head.check_output(f"python3 /usr/local/bin/hf-hub --root {HUB_ROOT} --import {GATED} {source} --ref {tag}").splitlines()[-1]
+    head.check_output(f"rm -rf {source}")
+    assert re.fullmatch(r"[0-9a-f]{40}", commit) and commit != main, (main, commit)
+    return commit
+
+
+def cache_of(name: str) -> tuple[set[str], set[str], set[str], set[str]]:
+    """(snapshot commits, refs, blob names, blob names the snapshots link to) in a node's cache of the gated model."""
+    host = node(name)
+    commits = set(host.check_output(f"ls {GATED_DIR}/snapshots").split())
+    refs = set(host.check_output(f'cd {GATED_DIR}/refs && for ref in *; do echo "$ref=$(cat $ref)"; done').split())
+    blobs = set(host.check_output(f"ls {GATED_DIR}/blobs").split())
+    linked = {target.rsplit("/", 1)[-1] for target in host.check_output(f"find {GATED_DIR}/snapshots -type l -printf '%l\\n'").split()}
+    return commits, refs, blobs, linked
+
+
+def test_old_snapshots_are_pruned_when_asked_keeping_the_one_served_and_the_previous(tmp_path: t.Any) -> None:
+    """Two new revisions on the Hub (tags v2, v3, each with a README of its own), pinned in turn with
+    model_sync_prune_snapshots: v2 with model_sync_prune_keep_previous 1 (the default) keeps the snapshot served before
+    it; v3 with 0 removes both older ones on every node, with their refs and the blob only v2 used (its README), and
+    keeps the weights all three share; a rerun changes nothing."""
+    token = hub_token()
+    first = node(HEAD).check_output(f"cat {GATED_DIR}/refs/main")
+    second, third = new_revision("v2"), new_revision("v3")
+    run = download_run(token, tmp_path, "-e", "model_sync_prune_snapshots=true", "-e", "sparkops_model_revision=v2")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    for name in [HEAD, *WORKERS]:
+        commits, refs, blobs, linked = cache_of(name)
+        assert commits == {first, second} and f"v2={second}" in refs, (name, commits, refs)
+        assert linked == blobs, (name, blobs - linked)  # every blob is used; no snapshot links to a missing one
+
+    v3 = ["-e", "model_sync_prune_snapshots=true", "-e", "model_sync_prune_keep_previous=0", "-e", "sparkops_model_revision=v3"]
+    run = download_run(token, tmp_path, *v3)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    said = " ".join(run.stdout.split())
+    assert re.search(rf"{GATED}: kept {third}; removed 2 snapshot\(s\) ({first}, {second}|{second}, {first}) and 1 blob\(s\)", said), said[-3000:]
+    for name in [HEAD, *WORKERS]:
+        commits, refs, blobs, linked = cache_of(name)
+        assert commits == {third} and refs == {f"v3={third}"}, (name, commits, refs)  # main and v2 named removed commits
+        assert linked == blobs, (name, blobs - linked)
+        assert node(name).run(f"find -L {GATED_DIR}/snapshots -type l | grep .").rc != 0, name  # no dangling link
+
+    again = download_run(token, tmp_path, *v3)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    assert all(counts["changed"] == 0 for counts in recap(again).values()), recap(again)

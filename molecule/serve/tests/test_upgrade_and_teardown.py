@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import typing as t
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import openai
 import testinfra
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab import vllm_wheel  # noqa: E402
+from sparklab import broken_ray_wheel, vllm_wheel  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -99,6 +100,45 @@ def test_an_upgrade_that_does_not_serve_is_rolled_back_then_one_that_serves_repl
         assert vllm_version(name) == "0.30.1", name
         assert not node(name).file("/opt/sparkops/ray.previous").exists, name  # the copy goes once the new one serves
     assert answers()
+
+
+def ray_version(name: str) -> str:
+    return str(node(name).check_output("/opt/sparkops/ray/bin/python -c \"import importlib.metadata as m; print(m.version('ray'))\""))
+
+
+def serves_within(seconds: float) -> bool:
+    """The endpoint answers a completion within ``seconds`` (vLLM comes back through its start gate after Ray does)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return answers()
+        except openai.OpenAIError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+
+
+def test_a_ray_upgrade_whose_cluster_does_not_form_is_rolled_back(tmp_path: Path) -> None:
+    """Ray 2.60.1 as a release that installs but does not start (tests/lab/sparklab/broken_ray_wheel.py) in the nodes'
+    wheelhouse: ray_cluster keeps a copy of the venv, restarts Ray on the new one, the cluster does not form, the copy
+    goes back on every node and forms the cluster again, and the run fails saying so; vLLM serves again."""
+    before = ray_version(HEAD)
+    wheel = broken_ray_wheel.build(tmp_path, "2.60.1")
+    for name in (HEAD, WORKER):
+        subprocess.run(["podman", "cp", str(wheel), f"{name}:/opt/sparkops/wheelhouse/{wheel.name}"], check=True)
+    try:
+        failed = site("--tags", "ray", "-e", "ray_cluster_version=2.60.1", "-e", "ray_cluster_form_timeout_s=20")
+        out = " ".join((failed.stdout + failed.stderr).split())
+        assert failed.returncode != 0, out[-3000:]
+        said = f"Ray 2.60.1 did not form a cluster, so the previous install (Ray {before}) was put back on {HEAD}, {WORKER}"
+        assert f"{said} and the cluster formed again (2 nodes alive)" in out, out[-3000:]
+        for name in (HEAD, WORKER):
+            assert ray_version(name) == before, name
+            assert not node(name).file("/opt/sparkops/ray.previous").exists, name
+        assert serves_within(180)
+    finally:
+        for name in (HEAD, WORKER):
+            node(name).check_output(f"rm -f /opt/sparkops/wheelhouse/{wheel.name}")
 
 
 def ours(name: str) -> str:
