@@ -51,8 +51,10 @@ STAGES: tuple[Stage, ...] = (
 
 
 # Stages that run at the same time, each lane in order (CI has 2 cores): the static checks and unit tests, which keep
-# one core busy, beside the lab, lab_miswired and reclaim scenarios, which mostly wait on containers, ssh and reboots.
-# A group starts where its first stage would; its stages' outcomes are listed in STAGES' order.
+# one core busy, then the model scenario, beside the lab, lab_miswired and reclaim scenarios, which mostly wait on
+# containers, ssh and reboots (on a fresh machine the first of them also builds the node image). A group starts where
+# its first stage would; its stages' outcomes are listed in STAGES' order. Scenarios side by side share the lab's
+# networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
         (
@@ -67,6 +69,7 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "playbook-syntax",
             "collection-build",
             "execution-environment",
+            "molecule-model",
         ),
         ("molecule-lab", "molecule-lab_miswired", "molecule-reclaim"),
     ),
@@ -133,6 +136,9 @@ def main(argv: list[str]) -> int:
     stages = [s for s in STAGES if not args.only or s.name in args.only]
     OUTPUT.mkdir(parents=True, exist_ok=True)
     os.environ["SPARKOPS_JUNIT_DIR"] = str(OUTPUT)
+    # A scenario's cleanup must not remove the lab networks while a scenario beside it is between its prepare and its
+    # create; they are released once, after every stage.
+    os.environ["SPARKOPS_LAB_KEEP_NETWORKS"] = "1"
     started = time.monotonic()
     by_name = {s.name: s for s in stages}
     done: dict[str, Outcome] = {}
@@ -145,6 +151,9 @@ def main(argv: list[str]) -> int:
         with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
             for lane_outcomes in pool.map(lambda lane: [run_stage(s) for s in lane], lanes):
                 done.update((o.stage.name, o) for o in lane_outcomes)
+    if any(s.name.startswith("molecule-") for s in stages):
+        release = [sys.executable, str(REPO / "tests" / "lab" / "spark_lab.py"), "release"]
+        subprocess.run(release, cwd=REPO, env={k: v for k, v in os.environ.items() if k != "SPARKOPS_LAB_KEEP_NETWORKS"}, check=False, capture_output=True)
     outcomes = [done[s.name] for s in stages]
     print("\nstage                      seconds  passed  failed  skipped")
     for o in outcomes:

@@ -29,11 +29,14 @@ Tests and the demo only: nothing outside tests/ and the lab imports this.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import shlex
 import subprocess
 import sys
+import typing as t
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -134,6 +137,18 @@ def down(node_count: int) -> None:
     (STATE / "ssh" / "known_hosts").unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def prepare_lock() -> t.Iterator[None]:
+    """Hold .lab/prepare.lock: one prepare at a time (another one waits, then finds the image and wheelhouses built)."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    with open(STATE / "prepare.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def networks_up() -> None:
     topo = topology(2)
     for net in (topo.mgmt, topo.fabric):
@@ -202,13 +217,17 @@ def main(argv: list[str]) -> int:
         elif args.command == "down":
             down(args.nodes)
         elif args.command == "prepare":
-            node_image.ensure_image()
-            wheelhouse.ensure_wheelhouse(STATE / "wheelhouse")
-            if args.engine:
-                engine_wheelhouse.ensure_engine_wheelhouse(STATE / "engine-wheelhouse")
-            networks_up()
+            with prepare_lock():  # scenarios side by side (make test's lanes) build the image and wheelhouses once
+                node_image.ensure_image()
+                wheelhouse.ensure_wheelhouse(STATE / "wheelhouse")
+                if args.engine:
+                    engine_wheelhouse.ensure_engine_wheelhouse(STATE / "engine-wheelhouse")
+                networks_up()
         elif args.command == "release":
-            networks_down()
+            if os.environ.get("SPARKOPS_LAB_KEEP_NETWORKS"):
+                log("kept the lab networks (SPARKOPS_LAB_KEEP_NETWORKS: make test releases them after its last stage)")
+            else:
+                networks_down()
         elif args.command == "endpoint":
             endpoint(args.nodes)
         elif args.command == "authorize":

@@ -44,11 +44,11 @@ needs_client = pytest.mark.skipif(AnsibleDockerClientBase is None, reason="commu
 class Dockerd:
     """A running docker-api: its socket, its state folder and its stdout, read line by line in the background."""
 
-    def __init__(self, folder: Path, registry: object = REGISTRY, images: dict | None = None) -> None:
+    def __init__(self, folder: Path, registry: object = None, images: dict | None = None) -> None:
         self.socket, self.state = str(folder / "docker.sock"), folder / "state"
         assert len(self.socket) < 100, "a unix socket path must fit in sun_path"
         (self.state / "images").mkdir(parents=True, exist_ok=True)
-        (self.state / "images" / "registry.json").write_text(json.dumps(registry))
+        (self.state / "images" / "registry.json").write_text(json.dumps(REGISTRY if registry is None else registry))
         if images is not None:
             (self.state / "images" / "images.json").write_text(json.dumps(images))
         argv = [sys.executable, DOCKER_API, "--socket", self.socket, "--state", str(self.state)]
@@ -266,9 +266,9 @@ def test_pull_stream_as_dockerd_writes_it(dockerd: Dockerd) -> None:
     assert [line["id"] for line in lines if line["status"] == "Pull complete"] == layer_ids
     assert lines[-2]["status"].startswith("Digest: sha256:") and set(lines[-2]) == {"status"}
     assert lines[-1] == {"status": "Status: Downloaded newer image for rayproject/ray:2.60.0"}
-    _, lines = pull_lines(dockerd, "rayproject/ray", "2.60.0")  # the image is here: nothing is downloaded
+    _stream, lines = pull_lines(dockerd, "rayproject/ray", "2.60.0")  # the image is here: nothing is downloaded
     assert [line["status"] for line in lines] == ["Pulling from rayproject/ray", lines[1]["status"], "Status: Image is up to date for rayproject/ray:2.60.0"]
-    _, lines = pull_lines(dockerd, "ubuntu", "22.04")
+    _stream, lines = pull_lines(dockerd, "ubuntu", "22.04")
     assert lines[0] == {"status": "Pulling from library/ubuntu", "id": "22.04"}
     assert lines[-1] == {"status": "Status: Downloaded newer image for ubuntu:22.04"}
 
@@ -290,7 +290,7 @@ def test_pull_of_a_registry_image_then_inspect(dockerd: Dockerd, tmp_path: Path)
     by_digest, not_changed = docker.pull_image("rayproject/ray", tag=digest_ref.split("@")[1])  # a pin by digest
     assert (by_digest["Id"], not_changed) == (image["Id"], True)
     assert docker.find_image("rayproject/ray", digest_ref.split("@")[1])["Id"] == image["Id"]
-    official, _ = docker.pull_image("docker.io/library/ubuntu", tag="22.04")
+    official, _changed = docker.pull_image("docker.io/library/ubuntu", tag="22.04")
     assert official["RepoTags"] == ["ubuntu:22.04"] and official["RepoDigests"][0].startswith("ubuntu@sha256:")
     assert set(dockerd.images()) == {image["Id"], official["Id"]}
     # another node with the same registry gets the same image: the ray role's check of equal ids passes
@@ -321,7 +321,7 @@ def test_pull_of_an_unknown_image(dockerd: Dockerd) -> None:
     raw = call(dockerd, "POST", "/v1.51/images/create?fromImage=rayproject%2Fnope&tag=1")
     assert raw.status == 404 and not raw.chunked and raw.headers["Content-Type"] == "application/json"
     assert raw.json()["message"].startswith("pull access denied for rayproject/nope, repository does not exist")
-    _, lines = pull_lines(dockerd, "example.com/lab/broken", "1")
+    _stream, lines = pull_lines(dockerd, "example.com/lab/broken", "1")
     assert lines[-1] == {"errorDetail": {"message": "unexpected EOF"}, "error": "unexpected EOF"}
     assert lines[0] == {"status": "Pulling from lab/broken", "id": "1"}
 
@@ -332,7 +332,7 @@ def test_pull_of_an_unknown_image(dockerd: Dockerd) -> None:
 @needs_client
 def test_delete(dockerd: Dockerd) -> None:
     docker = client(dockerd)
-    image, _ = docker.pull_image("rayproject/ray", tag="2.60.0")
+    image, _changed = docker.pull_image("rayproject/ray", tag="2.60.0")
     records = docker.delete_json("/images/{0}", "rayproject/ray:2.60.0", params={"force": False, "noprune": False})
     layers = image["RootFS"]["Layers"]
     chain_top = records[3]["Deleted"]
