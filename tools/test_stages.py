@@ -44,6 +44,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
     Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
     Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
+    Stage("molecule-image", ("molecule", "test", "-s", "image"), "molecule-image.xml"),
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
     Stage("molecule-engine", ("molecule", "test", "-s", "engine"), "molecule-engine.xml"),
@@ -51,10 +52,12 @@ STAGES: tuple[Stage, ...] = (
 
 
 # Stages that run at the same time, each lane in order (CI has 2 cores): the static checks and unit tests, which keep
-# one core busy, then the model scenario, beside the lab, lab_miswired and reclaim scenarios, which mostly wait on
-# containers, ssh and reboots (on a fresh machine the first of them also builds the node image). A group starts where
-# its first stage would; its stages' outcomes are listed in STAGES' order. Scenarios side by side share the lab's
-# networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
+# one core busy, then the model scenario; beside them the lab, lab_miswired and reclaim scenarios, which mostly wait on
+# containers, ssh and reboots (on a fresh machine the first of them also builds the node image); and the image
+# scenario, whose real engine works in bursts (it builds the engine's wheelhouse first, which the engine scenario then
+# finds). A group starts where its first stage would; its stages' outcomes are listed in STAGES' order. Scenarios side
+# by side share the lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the
+# end; `spark_lab.py prepare` builds one thing at a time (a lock).
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
         (
@@ -72,6 +75,7 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "molecule-model",
         ),
         ("molecule-lab", "molecule-lab_miswired", "molecule-reclaim"),
+        ("molecule-image",),
     ),
 )
 

@@ -141,11 +141,13 @@ def test_docker_runtime_runs_the_pinned_image_in_the_foreground(tmp_path: Path) 
         "--device /dev/infiniband --cap-add IPC_LOCK --ulimit memlock=-1 --ulimit stack=67108864 "
         "--volume /var/lib/sparkops/huggingface:/var/lib/sparkops/huggingface:ro "
         "--env-file /etc/sparkops/fabric.env --env-file /etc/sparkops/vllm.env --env-file /etc/sparkops/vllm-secrets.env "
-        f"--entrypoint vllm {image} serve Qwen/Qwen3.5-122B-A10B-FP8 --revision main --served-model-name qwen3.5-122b "
+        "--entrypoint vllm ${SPARKOPS_VLLM_IMAGE} serve Qwen/Qwen3.5-122B-A10B-FP8 --revision main --served-model-name qwen3.5-122b "
         "--host 0.0.0.0 --port 8000 --tensor-parallel-size 2 --pipeline-parallel-size 1 --gpu-memory-utilization 0.8 "
         "--kv-cache-dtype auto --distributed-executor-backend mp --nnodes 2 --node-rank 0 --master-addr 192.168.100.10 "
         "--master-port 29501"
     )
+    # The image from a file of its own (units.yml writes the pinned one; a rollback the previous one), not the unit.
+    assert "EnvironmentFile=/etc/sparkops/vllm-image.env" in unit and image not in unit
     assert "ExecStartPre=-/usr/bin/docker rm --force sparkops-vllm" in unit
     assert "ExecStop=/usr/bin/docker stop --time 120 sparkops-vllm" in unit
     assert "Requires=docker.service" in unit
