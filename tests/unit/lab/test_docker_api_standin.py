@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import typing as t
 from pathlib import Path
@@ -27,6 +26,7 @@ from urllib.parse import quote
 
 import pytest
 from ansible_run import run_playbook
+from line_follower import follow
 
 try:
     from ansible_collections.community.docker.plugins.module_utils._api import errors as docker_errors
@@ -57,13 +57,7 @@ class Dockerd:
         assert select.select([self.proc.stdout], [], [], 15)[0], "docker-api printed nothing"
         self.lines = [self.proc.stdout.readline().rstrip("\n")]
         assert self.lines[0].startswith(f"docker-api: API listen on {self.socket} (Docker 28.5.1, API 1.51"), self.lines
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        self.reader = follow(self.proc.stdout, self.lines)
 
     def logged(self, text: str) -> bool:
         """Whether a request line holding ``text`` was logged (waiting a little: the log follows the answer)."""

@@ -20,7 +20,6 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 import typing as t
 from pathlib import Path
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot import check_snapshot
+from line_follower import follow
 from sparklab.hf_model import SnapshotInfo, build_hub_cache, read_hub_snapshot, repo_folder
 
 hf_hub = pytest.importorskip("huggingface_hub")
@@ -94,13 +94,7 @@ class Hub:
         self.url = urls[0]
         self.cdn = urls[1] if len(urls) > 1 else None
         self.lines = [first.rstrip("\n")]
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        self.reader = follow(self.proc.stdout, self.lines)
 
     def requests_since(self, mark: int) -> list[str]:
         """The request lines logged since ``mark`` (a len(self.lines)), once a later request of ours shows up."""

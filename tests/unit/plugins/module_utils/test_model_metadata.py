@@ -21,7 +21,6 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 import typing as t
 import urllib.error
@@ -55,6 +54,7 @@ from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_c
     model_files,
     shard_name,
 )
+from line_follower import follow
 from safetensors.numpy import save_file
 
 HF_HUB = str(Path(__file__).resolve().parents[3] / "lab" / "standins" / "hf-hub")
@@ -118,13 +118,7 @@ class Hub:
         assert len(urls) == 2, f"no hub and CDN URLs in {first!r}"
         self.url = urls[0]
         self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        self.reader = follow(self.proc.stdout, self.lines)
 
     def requests_since(self, mark: int) -> list[str]:
         """The request lines logged since ``mark``: a sentinel request is logged after them."""
