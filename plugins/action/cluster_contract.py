@@ -12,6 +12,8 @@ from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contra
     CLUSTER_VARS,
     FABRIC_IP_VAR,
     HEAD_GROUP,
+    RAY_EXTRA_ARGS_VAR,
+    ROLE_PORT_VARS,
     WORKER_GROUP,
     ContractError,
     validate,
@@ -44,8 +46,32 @@ class ActionModule(ActionBase):
                 detail = ", ".join(f"{host}={value!r}" for host, value in seen.items())
                 problems.append(f"cluster variable {name} must be the same on every host, it differs: {detail}")
             cluster[name] = next(iter(seen.values()), task_vars.get(name))
+        # The roles' ports as the inventory sets them (no role has run: their defaults are not in hostvars). Each must
+        # be the same on every host: a worker reaches the head's GCS and rendezvous at its own value of the port.
+        ports: dict[str, t.Any] = {}
+        for name, default in ROLE_PORT_VARS.items():
+            given = {host: host_var(host, name) for host in hosts}
+            if all(value is None for value in given.values()):
+                continue
+            # Where one host leaves it unset, it takes the role's default there (vllm_serve_port's: sparkops_serve_port).
+            seen = {
+                host: value if value is not None else default if default is not None else host_var(host, "sparkops_serve_port") for host, value in given.items()
+            }
+            if len({str(value) for value in seen.values()}) > 1:
+                detail = ", ".join(f"{host}={value!r}" + (" (the role's default)" if given[host] is None else "") for host, value in seen.items())
+                problems.append(f"{name} must be the same on every host, it differs: {detail}")
+            ports[name] = next(iter(seen.values()))
+        # A host's management address: ansible_host, else its inventory name (as Ansible connects).
+        management = {host: host_var(host, "ansible_host") for host in hosts}
         try:
-            plan = validate(groups, {host: host_var(host, FABRIC_IP_VAR) for host in hosts}, cluster)
+            plan = validate(
+                groups,
+                {host: host_var(host, FABRIC_IP_VAR) for host in hosts},
+                cluster,
+                management={host: host if address is None else address for host, address in management.items()},
+                ports=ports,
+                ray_extra_args={host: host_var(host, RAY_EXTRA_ARGS_VAR) for host in hosts},
+            )
         except ContractError as exc:
             problems = problems + exc.problems
             plan = None

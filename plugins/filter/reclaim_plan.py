@@ -20,8 +20,22 @@ description:
   - Configured units that exist are always in RV(_value.units) (they are the conflicting stack); those that do not
     exist are in RV(_value.units_absent). Units that C(service_facts) lists as C(not-found) and template units
     (C(name@.service)) do not count as existing. Nothing else is ever planned.
-  - A container is removed only when C(docker ps) listed it running; a process in a container docker does not know
-    (another runtime, or no docker CLI) is an unknown consumer, never a leftover by name.
+  - "Protected units are never planned, whatever a setting matches: C(ssh)/C(sshd), C(systemd-*), C(dbus), the
+    network (C(networking), C(NetworkManager*), C(ifup@*), C(wpa_supplicant), C(netplan-*)), the container engines
+    (C(docker), C(containerd), C(podman*), C(crio)), C(cron)/C(crond)/C(anacron)/C(atd), consoles (C(getty@*),
+    C(serial-getty@*), C(console-getty), C(autovt@*)), C(user@*), C(user-runtime-dir@*), C(init.scope),
+    C(polkit), C(rsyslog), C(auditd), C(nvidia-persistenced), C(nvidia-fabricmanager), and the collection's own
+    units (C(own_units)). A configured pattern that matches one is reported in RV(_value.units_protected); a
+    configured name that names one exactly is in RV(_value.units_protected_named) (the role fails on it)."
+  - A container is removed only when C(docker ps) listed it running and docker confirmed the process is its (see
+    M(sparkops.inference.gpu_info)); a process in a container docker does not know (another runtime, or no docker
+    CLI) or did not confirm is an unknown consumer, never a leftover by name. A configured container matches by its
+    exact name or full id, never by an id prefix.
+  - The collection's own containers (C(own_containers)) are never removed; a process in one is kept as the
+    collection's own (with C(include_own), the running own unit named for the container is stopped); a configured
+    entry naming one (by name, or the full id of one seen running) is in RV(_value.containers_protected_named).
+  - Each process to end carries its start time from M(sparkops.inference.gpu_info), for
+    O(sparkops.inference.process_end#module:expect_start_times).
 options:
   _input:
     description: The result of M(sparkops.inference.gpu_info).
@@ -33,8 +47,8 @@ options:
     required: true
   settings:
     description:
-      - "C(units), C(containers), C(allowed_processes), C(own_units), C(leftover_processes) (lists of names or
-        shell patterns; a unit without a suffix is a C(.service)); C(include_own), C(remove_gpu_containers),
+      - "C(units), C(containers), C(allowed_processes), C(own_units), C(own_containers), C(leftover_processes)
+        (lists of names or shell patterns; a unit without a suffix is a C(.service)); C(include_own), C(remove_gpu_containers),
         C(end_leftover_processes), C(end_unknown_consumers) (booleans). Unset keys take the defaults of role
         R(sparkops.inference.gpu_reclaim,ansible_collections.sparkops.inference.gpu_reclaim_role)."
     type: dict
@@ -65,6 +79,19 @@ _value:
       description: Configured units (or patterns) that match no unit on the host.
       type: list
       elements: str
+    units_protected:
+      description:
+        - Protected units that a configured pattern matches, C({unit, configured}); they are never stopped.
+      type: list
+      elements: dict
+    units_protected_named:
+      description: Configured units that name a protected unit exactly (an error for the role), whether it exists or not.
+      type: list
+      elements: str
+    containers_protected_named:
+      description: Configured containers that name one of the collection's own containers; they are never removed.
+      type: list
+      elements: str
     own_units:
       description: The collection's own units to stop (only with C(include_own)).
       type: list
@@ -74,11 +101,11 @@ _value:
       type: list
       elements: str
     processes:
-      description: Processes to end, C({pid, name, why}).
+      description: Processes to end, C({pid, name, why, start_time}).
       type: list
       elements: dict
     kept:
-      description: GPU processes left alone, with C(why) (C(allowed) or C(own)).
+      description: GPU processes left alone, with C(why) (C(allowed) or C(own), an own unit or container).
       type: list
       elements: dict
     freed:

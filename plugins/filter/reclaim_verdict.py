@@ -15,14 +15,18 @@ description:
     allowed ones (and the collection's own, unless C(include_own)), and the available memory (C(MemAvailable) on
     unified memory, free GPU memory otherwise) is at least the larger of O(min_available_mib) and
     O(min_available_fraction) of the total.
-  - Memory held by the collection's own kept services counts as available, so a converged cluster passes.
+  - Memory held by the collection's own kept services counts as available, so a converged cluster passes. Those are
+    processes in the own units (C(own_units)) and, with the docker runtime, in the own containers (C(own_containers))
+    that M(sparkops.inference.gpu_info) found running and confirmed by docker.
 options:
   _input:
     description: The result of M(sparkops.inference.gpu_info).
     type: dict
     required: true
   settings:
-    description: The same settings as for P(sparkops.inference.reclaim_plan#filter) (C(allowed_processes), C(own_units), C(include_own) matter).
+    description:
+      - The same settings as for P(sparkops.inference.reclaim_plan#filter) (C(allowed_processes), C(own_units), C(own_containers),
+        C(include_own) matter).
     type: dict
     default: {}
   min_available_mib:

@@ -14,6 +14,11 @@ Containers are found the way their runtimes name cgroups: docker and podman with
 in ``docker-<id>.scope`` / ``libpod-<id>.scope``, containerd/CRI-O in ``cri-containerd-<id>.scope`` /
 ``crio-<id>.scope``; docker's cgroupfs driver uses ``/docker/<id>``. Only a path component *after* the unit part
 counts for cgroupfs, so the cgroup a whole host-container sits in is not taken for a container on it.
+
+A cgroup's name is only a claim: systemd delegates the subtree of a user's service manager (``user@UID.service``)
+to that user, who may create ``docker-<any id>.scope`` there. :attr:`CgroupOwner.delegated` says so, and
+:attr:`CgroupOwner.container_cgroup` is the path that the container runtime's own word (the cgroup of the container's
+main process) must confirm before the process is taken for the container's (``_gpu_info``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,29 @@ class CgroupOwner:
     def service(self) -> str | None:
         """The systemd service that runs the process (system or user), else None (scopes, no unit)."""
         return self.unit if self.unit and self.unit.endswith(".service") else None
+
+    @property
+    def container_cgroup(self) -> str | None:
+        """The cgroup path down to the component that names the container (its scope, or cgroupfs's ``<id>``)."""
+        if self.container_id is None:
+            return None
+        parts = [part for part in self.cgroup.split("/") if part]
+        for position in range(len(parts) - 1, -1, -1):
+            if parts[position] == self.container_id or parts[position].endswith(f"-{self.container_id}.scope"):
+                return "/" + "/".join(parts[: position + 1])
+        return None
+
+    @property
+    def delegated(self) -> bool:
+        """Whether the container's cgroup lies where someone other than systemd and the system's runtime may name
+        cgroups at will: in a user's service manager (``user@UID.service``, delegated to the user; rootless runtimes
+        put their containers there), or a scope below a unit rather than in a slice (systemd puts scopes only in
+        slices; below a unit is a subtree delegated to that unit's processes). The system's docker never does."""
+        path = self.container_cgroup or self.cgroup
+        parts = [part for part in path.split("/") if part]
+        if any(part.startswith("user@") and part.endswith(".service") for part in parts):
+            return True
+        return len(parts) >= 2 and parts[-1].endswith(".scope") and not parts[-2].endswith(".slice")
 
     def as_dict(self) -> dict[str, t.Any]:
         return {

@@ -30,6 +30,53 @@ CLUSTER_VARS: tuple[str, ...] = (
     "sparkops_gpu_memory_utilization",
 )
 
+# Where the roles' daemons listen besides the API (sparkops_serve_port): each role variable with the role's default
+# (tests check they match roles/*/defaults/main.yml) and what listens there. vllm_serve_port defaults to
+# sparkops_serve_port (None here). Every port is checked whatever the backend and ray_cluster_dashboard are, so that
+# switching either later cannot make two services meet on one port.
+ROLE_PORT_VARS: dict[str, int | None] = {
+    "ray_cluster_port": 6379,
+    "ray_cluster_dashboard_port": 8265,
+    "vllm_serve_port": None,
+    "vllm_serve_master_port": 29501,
+    "vllm_serve_group_port": 29560,
+}
+RAY_EXTRA_ARGS_VAR = "ray_cluster_extra_args"
+# What listens on each (the service, how the flag goes).
+_SERVICES = {
+    "sparkops_serve_port": ("vLLM's API", ""),
+    "vllm_serve_port": ("vLLM's API", ""),
+    "ray_cluster_port": ("Ray's GCS", "ray start --port"),
+    "ray_cluster_dashboard_port": ("Ray's dashboard", "--dashboard-port"),
+    "vllm_serve_master_port": ("vLLM's mp rendezvous", "--master-port"),
+    "vllm_serve_group_port": ("the vLLM rank supervisors", "their group port"),
+}
+SSH_PORT = 22
+# Ports ray start takes unless told otherwise (ray_cluster_extra_args can move them): the client server (head), the
+# dashboard agent (every node), and the range its workers bind (every node). Other Ray ports are picked free at start.
+_RAY_FLAG_SERVICES = {
+    "port": "Ray's GCS",
+    "dashboard-port": "Ray's dashboard",
+    "ray-client-server-port": "Ray's client server",
+    "dashboard-agent-listen-port": "Ray's dashboard agent",
+}
+_RAY_FLAG_DEFAULTS = {"ray-client-server-port": 10001, "dashboard-agent-listen-port": 52365}
+_RAY_WORKER_PORTS = (10002, 19999)
+_RAY_PORT_FLAG = re.compile(r"--((?:[a-z0-9]+-)*port|worker-port-list)(?:=(.*))?", re.DOTALL)
+
+# The fabric subnet: a fabric of Sparks is a point-to-point link or one switch's small subnet, and every address in
+# it is trusted (the ray_cluster units accept connections from it, ray_cluster_restrict_to_fabric). A prefix shorter
+# than /8 spans more than the widest private block (10.0.0.0/8), and 0.0.0.0/0 would let everyone in.
+MIN_FABRIC_PREFIX = 8
+# Blocks no interface can carry a fabric on. Link-local (169.254.0.0/16) stays allowed: a back-to-back cable may
+# carry only link-local addresses.
+_UNUSABLE_NETWORKS = (
+    (ipaddress.IPv4Network("0.0.0.0/8"), "unspecified ('this network', 0.0.0.0/8): no host can be addressed there"),
+    (ipaddress.IPv4Network("127.0.0.0/8"), "loopback (127.0.0.0/8): it never leaves the host"),
+    (ipaddress.IPv4Network("224.0.0.0/4"), "multicast (224.0.0.0/4): not host addresses"),
+    (ipaddress.IPv4Network("240.0.0.0/4"), "reserved (240.0.0.0/4, with the broadcast address 255.255.255.255)"),
+)
+
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _TOKEN = re.compile(r"\S+")
 _DIGITS = re.compile(r"[0-9]+")
@@ -76,16 +123,23 @@ def _positive_int(name: str, value: t.Any, problems: list[str]) -> int | None:
     return number
 
 
-def _check_scalars(cluster: dict[str, t.Any], problems: list[str]) -> None:
+def _port(name: str, value: t.Any, problems: list[str]) -> int | None:
+    port = _positive_int(name, value, problems)
+    if port is not None and port > 65535:
+        problems.append(f"{name} must be a TCP port (1-65535), got {port}")
+        return None
+    return port
+
+
+def _check_scalars(cluster: dict[str, t.Any], problems: list[str]) -> int | None:
+    """Check the scalar cluster variables; return the serve port when it is one."""
     repo = cluster["sparkops_model_repo"]
     if not isinstance(repo, str) or not _REPO_ID.fullmatch(repo):
         problems.append(f"sparkops_model_repo must be a Hugging Face repo id like 'Qwen/Qwen3.5-122B-A10B-FP8', got {repo!r}")
     for name in ("sparkops_model_revision", "sparkops_served_model_name"):
         if not isinstance(cluster[name], str) or not _TOKEN.fullmatch(cluster[name]):
             problems.append(f"{name} must be a non-empty string without whitespace, got {cluster[name]!r}")
-    port = _positive_int("sparkops_serve_port", cluster["sparkops_serve_port"], problems)
-    if port is not None and port > 65535:
-        problems.append(f"sparkops_serve_port must be a TCP port (1-65535), got {port}")
+    port = _port("sparkops_serve_port", cluster["sparkops_serve_port"], problems)
     util = cluster["sparkops_gpu_memory_utilization"]
     try:
         fraction = float(util)
@@ -93,13 +147,157 @@ def _check_scalars(cluster: dict[str, t.Any], problems: list[str]) -> None:
         fraction = -1.0
     if isinstance(util, bool) or not 0.0 < fraction <= 1.0:
         problems.append(f"sparkops_gpu_memory_utilization must be a fraction in (0, 1], got {util!r}")
+    return port
 
 
-def validate(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any], cluster: dict[str, t.Any]) -> ClusterPlan:
+def _check_subnet(subnet: ipaddress.IPv4Network, problems: list[str]) -> bool:
+    """Refuse a fabric subnet no fabric can use (one problem, the first that applies); return whether it is usable."""
+    if subnet.prefixlen < MIN_FABRIC_PREFIX:
+        problems.append(
+            f"sparkops_fabric_subnet {subnet} is too wide (/{subnet.prefixlen}, the widest accepted is /{MIN_FABRIC_PREFIX}): a fabric of Sparks is a "
+            "point-to-point link or one switch's small subnet, and every address in it is trusted (Ray's units accept "
+            "connections from all of it); give the fabric's own subnet, such as 192.168.200.0/24"
+        )
+        return False
+    for network, what in _UNUSABLE_NETWORKS:
+        if subnet.overlaps(network):
+            problems.append(f"sparkops_fabric_subnet {subnet} is {what}; give the fabric's own subnet, such as 192.168.200.0/24")
+            return False
+    return True
+
+
+def _check_management(hosts: list[str], management: dict[str, t.Any], subnet: ipaddress.IPv4Network, ips: dict[str, str], problems: list[str]) -> None:
+    """Refuse a management address (ansible_host, when an IPv4 address) inside the fabric subnet, unless it is the
+    host's own fabric address (a worker reached over the fabric through the head)."""
+    for host in hosts:
+        try:
+            addr = ipaddress.IPv4Address(str(management.get(host)))
+        except ValueError:
+            continue  # unset, a name or IPv6: nothing to compare without resolving it
+        if addr not in subnet or str(addr) == ips.get(host):
+            continue
+        own = f" and is not its {FABRIC_IP_VAR} {ips[host]}" if host in ips else ""
+        problems.append(
+            f"host {host}: its management address ansible_host {addr} is inside sparkops_fabric_subnet {subnet}{own}: keep "
+            "the management network out of the fabric subnet (Ray's units trust every address in it); only a host "
+            f"reached over the fabric at its own {FABRIC_IP_VAR} may have one there"
+        )
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """Ports ``low``..``high`` taken by ``service`` (two claims of one service do not clash), named by ``label``."""
+
+    low: int
+    high: int
+    service: str
+    label: str
+    note: str = ""
+
+    def describe(self) -> str:
+        return f"{self.label} ({self.service}, {self.note})" if self.note else f"{self.label} ({self.service})"
+
+
+def _ray_port_flags(args: t.Any) -> list[tuple[str, str]]:
+    """The port flags (name without the dashes, value) in one host's ray_cluster_extra_args."""
+    if isinstance(args, str):
+        tokens = args.split()
+    elif isinstance(args, (list, tuple)):
+        tokens = [str(arg) for arg in args]
+    else:
+        return []
+    flags: list[tuple[str, str]] = []
+    index = 0
+    while index < len(tokens):
+        match = _RAY_PORT_FLAG.fullmatch(tokens[index])
+        if match:
+            value = match.group(2)
+            if value is None:
+                index += 1
+                value = tokens[index] if index < len(tokens) else ""
+            flags.append((match.group(1), value))
+        index += 1
+    return flags
+
+
+def _ray_claims(extra_args: dict[str, t.Any]) -> list[_Claim]:
+    """The ports ray start takes: those ray_cluster_extra_args sets (on any host) and the defaults it does not move."""
+    claims: list[_Claim] = []
+    moved: dict[str, str] = {}
+    worker_ports = list(_RAY_WORKER_PORTS)
+    worker_label = ""
+    worker_list: list[int] = []
+    seen: set[str] = set()
+    for args in extra_args.values():
+        for flag, value in _ray_port_flags(args):
+            label = f"{RAY_EXTRA_ARGS_VAR} --{flag} {value}"
+            if label in seen:
+                continue  # the same flag on several hosts
+            seen.add(label)
+            if flag == "worker-port-list":
+                worker_list += [int(part) for part in value.split(",") if _DIGITS.fullmatch(part.strip())]
+                moved[flag] = label
+                continue
+            if not _DIGITS.fullmatch(value) or not 0 < int(value) <= 65535:
+                continue  # 0 (a free port) or not a number: Ray's to judge
+            if flag in ("min-worker-port", "max-worker-port"):
+                worker_ports[1 if flag == "max-worker-port" else 0] = int(value)
+                worker_label += f" --{flag} {value}"
+                continue
+            moved[flag] = label
+            service = _RAY_FLAG_SERVICES.get(flag, f"Ray's --{flag}")
+            claims.append(_Claim(int(value), int(value), service, label))
+    for flag, port in _RAY_FLAG_DEFAULTS.items():
+        if flag not in moved:
+            claims.append(_Claim(port, port, _RAY_FLAG_SERVICES[flag], f"port {port}", f"ray start's default --{flag}"))
+    if "worker-port-list" in moved:
+        claims += [_Claim(port, port, "Ray's workers", f"Ray's worker port {port}", moved["worker-port-list"]) for port in dict.fromkeys(worker_list)]
+    elif worker_ports[0] <= worker_ports[1]:
+        source = f"{RAY_EXTRA_ARGS_VAR}{worker_label}" if worker_label else "ray start's default --min-worker-port/--max-worker-port"
+        claims.append(_Claim(worker_ports[0], worker_ports[1], "Ray's workers", f"Ray's worker ports {worker_ports[0]}-{worker_ports[1]}", source))
+    return claims
+
+
+def _check_ports(serve_port: int | None, ports: dict[str, t.Any], extra_args: dict[str, t.Any], problems: list[str]) -> None:
+    """Refuse two services on one port: the API, SSH, Ray's and vLLM's (as the inventory sets them, else the defaults)."""
+    claims: list[_Claim] = []
+    if serve_port is not None:
+        claims.append(_Claim(serve_port, serve_port, "vLLM's API", f"sparkops_serve_port {serve_port}"))
+    for name, default in ROLE_PORT_VARS.items():
+        value = ports.get(name)
+        if value is None and default is None:
+            continue
+        port = _port(name, default if value is None else value, problems)
+        if port is not None and not (name == "vllm_serve_port" and port == serve_port):
+            claims.append(_Claim(port, port, _SERVICES[name][0], f"{name} {port}", _SERVICES[name][1]))
+    claims.append(_Claim(SSH_PORT, SSH_PORT, "SSH", f"port {SSH_PORT}", "how Ansible reaches the Sparks"))
+    claims += _ray_claims(extra_args)
+    for index, first in enumerate(claims):
+        for second in claims[index + 1 :]:
+            if first.service == second.service or first.high < second.low or second.high < first.low:
+                continue
+            one, other = (second, first) if first.low != first.high else (first, second)
+            if other.low != other.high:
+                problems.append(f"{one.describe()} is inside {other.describe()}: a Ray worker may take it first; choose a port outside the range")
+            else:
+                problems.append(f"{one.describe()} clashes with {other.describe()}: every service needs its own port")
+
+
+def validate(
+    groups: dict[str, list[str]],
+    fabric_ips: dict[str, t.Any],
+    cluster: dict[str, t.Any],
+    management: dict[str, t.Any] | None = None,
+    ports: dict[str, t.Any] | None = None,
+    ray_extra_args: dict[str, t.Any] | None = None,
+) -> ClusterPlan:
     """Check the inventory against the contract and return the plan, or raise ContractError listing every problem.
 
     ``groups`` maps group names to host names, ``fabric_ips`` maps each host in the two groups to its
     ``sparkops_fabric_ip`` (None when unset) and ``cluster`` holds the cluster variables (None when unset).
+    ``management`` maps hosts to their management address (``ansible_host``, else the inventory name), ``ports`` holds
+    the ROLE_PORT_VARS the inventory sets (None or absent: the role's default) and ``ray_extra_args`` maps hosts to
+    their ``ray_cluster_extra_args``.
     """
     problems: list[str] = []
     heads = list(groups.get(HEAD_GROUP) or [])
@@ -115,7 +313,9 @@ def validate(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any], cluster
     missing = [name for name in CLUSTER_VARS if cluster.get(name) is None]
     problems += [f"cluster variable {name} is not set" for name in missing]
     if not missing:
-        _check_scalars(cluster, problems)
+        serve_port = _check_scalars(cluster, problems)
+    else:  # the port clashes are still looked for
+        serve_port = None if "sparkops_serve_port" in missing else _port("sparkops_serve_port", cluster["sparkops_serve_port"], problems)
 
     subnet: ipaddress.IPv4Network | None = None
     raw_subnet = cluster.get("sparkops_fabric_subnet")
@@ -126,6 +326,8 @@ def validate(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any], cluster
             subnet = ipaddress.IPv4Network(str(raw_subnet), strict=True)
         except ValueError as exc:
             problems.append(f"sparkops_fabric_subnet must be an IPv4 network like 192.168.200.0/24, got {raw_subnet!r} ({exc})")
+        if subnet is not None and not _check_subnet(subnet, problems):
+            subnet = None  # refused: the addresses are not checked against it
 
     ips: dict[str, str] = {}
     owners: dict[str, str] = {}
@@ -145,6 +347,8 @@ def validate(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any], cluster
             problems.append(f"host {host}: {FABRIC_IP_VAR} {addr} is also used by host {owners[str(addr)]}")
         owners[str(addr)] = host
         ips[host] = str(addr)
+    if subnet is not None:
+        _check_management([*heads, *workers], management or {}, subnet, ips, problems)
 
     world_size = 0
     if not missing:
@@ -161,6 +365,7 @@ def validate(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any], cluster
                     "make them equal so every listed node serves"
                 )
 
+    _check_ports(serve_port, ports or {}, ray_extra_args or {}, problems)
     if problems:
         raise ContractError(problems)
     return ClusterPlan(heads[0], tuple(workers), ips, str(subnet), world_size)

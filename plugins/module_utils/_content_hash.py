@@ -97,9 +97,12 @@ class Manifest:
             return cls(), None
         except (OSError, ValueError) as exc:
             return cls(), f"ignored the manifest {path}, which cannot be read: {exc}"
+        except RecursionError:  # nested too deeply for the JSON parser: not a manifest this module wrote
+            return cls(), f"ignored the manifest {path}, which cannot be read: nested too deeply"
         if not isinstance(document, dict) or document.get("version") != MANIFEST_VERSION or not isinstance(document.get("files"), dict):
             return cls(), f"ignored the manifest {path}: not a version {MANIFEST_VERSION} manifest"
-        return cls({k: v for k, v in document["files"].items() if isinstance(v, dict)}), None
+        # An entry is a flat map of numbers and strings; another (nested values, that writing it back could choke on) is dropped.
+        return cls({k: v for k, v in document["files"].items() if isinstance(v, dict) and not any(isinstance(x, (dict, list)) for x in v.values())}), None
 
     def lookup(self, key: str, identity: Identity, algorithm: str, address: str) -> bool:
         """Whether ``key`` was verified against ``address`` and its size, mtime and inode are unchanged since."""

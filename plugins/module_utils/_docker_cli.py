@@ -10,8 +10,11 @@ The hosts may lack the Python Docker SDK, and the lab uses a docker CLI stand-in
 
 * ``docker ps -a --no-trunc --format '{{json .}}'`` lists the containers, one JSON object a line
   (:func:`parse_ps_output`);
-* a requested name or id is matched as the docker daemon matches it (:func:`resolve`): full id, then name, then
-  unique id prefix;
+* a requested name or id is matched exactly (:func:`resolve`): the full id, then the name; never an id
+  prefix as the docker daemon would, so that a name no longer there cannot take another container whose id begins
+  like it;
+* ``docker container inspect`` names a running container's main process (:meth:`DockerCli.main_pids`), which
+  confirms that a process whose cgroup is named like the container's is the container's;
 * a running container gets ``docker stop -t N`` (graceful), then every container ``docker rm -f`` (never ``-v``:
   volumes and images stay); a last listing confirms they are gone (:func:`remove_containers`).
 """
@@ -19,6 +22,7 @@ The hosts may lack the Python Docker SDK, and the lab uses a docker CLI stand-in
 from __future__ import annotations
 
 import json
+import re
 import time
 import typing as t
 from dataclasses import dataclass, field
@@ -26,6 +30,8 @@ from dataclasses import dataclass, field
 # States in which the container has a process that `docker stop` should end gracefully first.
 RUNNING_STATES = frozenset({"running", "paused", "restarting"})
 PS_ARGS = ("ps", "-a", "--no-trunc", "--format", "{{json .}}")
+INSPECT_ARGS = ("container", "inspect")
+FULL_ID = re.compile(r"^[0-9a-f]{64}$")
 # How long the last listing may wait for a container that docker is still removing (e.g. a --rm container whose
 # automatic removal raced our `docker rm -f`).
 CONFIRM_TIMEOUT = 10.0
@@ -35,7 +41,7 @@ Runner = t.Callable[[list[str]], tuple[int, str, str]]
 
 
 class DockerError(Exception):
-    """docker failed, its output cannot be read, or a reference is ambiguous; the message names the container."""
+    """docker failed, its output cannot be read, or a reference is empty; the message names the container."""
 
 
 @dataclass(frozen=True)
@@ -140,26 +146,22 @@ def parse_ps_output(text: str) -> list[Container]:
 
 
 def resolve(containers: t.Sequence[Container], reference: str) -> Container | None:
-    """The container ``reference`` names, matched as the docker daemon does, or None when none matches.
+    """The container ``reference`` names exactly, or None when none matches.
 
-    Docker tries the full id, then the name (a leading ``/`` allowed), then a unique id prefix. A prefix that
-    matches several containers is an error naming them, as it is for docker.
+    The full id (any case), then the name (a leading ``/`` allowed). Unlike the docker daemon, an id prefix
+    matches nothing: a name that is no longer there (``cafe``, an old short id) must not take another container.
     """
     ref = reference.strip()
     if not ref or ref == "/":
         raise DockerError(f"empty container reference {reference!r}")
     for container in containers:
-        if container.id == ref:
+        if container.id == ref.lower():
             return container
     name = ref.lstrip("/")
     for container in containers:
         if name in container.names:
             return container
-    prefixed = [c for c in containers if c.id.startswith(ref.lower())]
-    if len(prefixed) > 1:
-        matches = ", ".join(c.describe() for c in prefixed)
-        raise DockerError(f"container reference {reference!r} is an ambiguous id prefix: it matches {matches}")
-    return prefixed[0] if prefixed else None
+    return None
 
 
 def match(containers: t.Sequence[Container], references: t.Iterable[str]) -> tuple[list[Container], list[str]]:
@@ -193,6 +195,28 @@ class DockerCli:
         if rc != 0:
             raise DockerError(f"docker ps -a failed (rc {rc}): {_stderr(err, out)}")
         return parse_ps_output(out)
+
+    def main_pids(self, ids: t.Sequence[str]) -> dict[str, int]:
+        """``docker container inspect <ids>``: each listed container's main process (``State.Pid``; 0 when it is not
+        running), by full id. A container docker no longer knows is left out (docker says so on stderr, rc 1)."""
+        if not ids:
+            return {}
+        rc, out, err = self._run([self.docker, *INSPECT_ARGS, *ids])
+        try:
+            found = json.loads(out) if out.strip() else []
+        except ValueError:
+            found = None
+        if not isinstance(found, list) or (rc != 0 and not found and "no such" not in (err or out).lower()):
+            raise DockerError(f"docker container inspect failed (rc {rc}): {_stderr(err, out)}")
+        pids: dict[str, int] = {}
+        for item in found:
+            if not isinstance(item, dict) or not isinstance(item.get("Id"), str) or not isinstance(item.get("State"), dict):
+                continue
+            state = item["State"]
+            pid = state.get("Pid")
+            if isinstance(pid, int) and not isinstance(pid, bool):
+                pids[item["Id"]] = pid if state.get("Running", True) else 0
+        return pids
 
     def stop(self, container: Container, timeout: int) -> str | None:
         """``docker stop -t timeout <id>``; docker's stderr when it fails, else None."""
@@ -246,7 +270,7 @@ def remove_containers(
 
     In check mode only lists and matches. A failing ``docker stop`` is followed by ``docker rm -f`` all the same;
     a container still listed afterwards (waiting up to ``confirm_timeout`` for one docker is removing) is a failure
-    naming it with docker's stderr. Raises :class:`DockerError` when docker cannot list or a reference is ambiguous.
+    naming it with docker's stderr. Raises :class:`DockerError` when docker cannot list or a reference is empty.
     """
     if stop_timeout < 0:
         raise DockerError(f"stop_timeout must be 0 or more, not {stop_timeout}")

@@ -29,8 +29,10 @@ hold the tensors it puts in it), its ``metadata.total_size`` does not. No loader
 from __future__ import annotations
 
 import base64
+import gc
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -39,7 +41,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ansible_collections.sparkops.inference.plugins.module_utils._content_hash import HashJob, Manifest, algorithm_for, verify
-from ansible_collections.sparkops.inference.plugins.module_utils._safetensors_header import SafetensorsHeader, SafetensorsHeaderError, read_header
+from ansible_collections.sparkops.inference.plugins.module_utils._safetensors_header import (
+    MAX_U64,
+    SafetensorsHeader,
+    SafetensorsHeaderError,
+    bounded_repr,
+    read_header,
+)
 
 MODE_QUICK = "quick"
 MODE_FULL = "full"
@@ -50,6 +58,14 @@ DEFAULT_REQUIRED_FILES = ("config.json", "tokenizer_config.json", "tokenizer.jso
 MANIFEST_NAME = ".sparkops-verified.json"
 LOCAL_HF_DIR = (".cache", "huggingface")
 MAX_LISTED = 20
+# The deepest a JSON file of a snapshot (or an answer of the Hub) may nest. A real config.json nests 4 or 5 levels
+# (quantization_config.config_groups.<group>.weights); Python's JSON parser fails with RecursionError some 1000
+# levels down, and whatever walks a deep document after it (repr, json.dumps, Ansible's handling of a module's result)
+# may fail sooner. A document nested deeper than this is corrupt (issue 15).
+MAX_JSON_DEPTH = 64
+# The largest JSON file of a snapshot read (config.json, the index): as model_metadata's MAX_JSON_BYTES for the Hub's
+# answers. The largest real index we know (~300k tensors) is ~25 MB; a config.json is a few kB.
+MAX_JSON_FILE_BYTES = 64 << 20
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 # huggingface_hub's validate_repo_id: an optional namespace, a name of at most 96 characters, no '--' or '..'.
@@ -58,6 +74,53 @@ _REPO_ID = re.compile(r"(\b[\w\-.]+\b/)?\b[\w\-.]{1,96}\b")
 
 class SnapshotError(ValueError):
     """The arguments cannot describe a snapshot (a bad repo id or required file list); the message says why."""
+
+
+class JsonDepthError(ValueError):
+    """A JSON document nested more than :data:`MAX_JSON_DEPTH` levels deep."""
+
+
+def json_depth_exceeds(document: t.Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``document`` nests objects and arrays more than ``limit`` levels deep (walked level by level, not recursively)."""
+    level = [document] if isinstance(document, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        nested: list[t.Any] = []
+        for value in level:
+            children = value.values() if isinstance(value, dict) else value
+            nested.extend(child for child in children if isinstance(child, (dict, list)))
+        level = nested
+    return False
+
+
+def load_json(text: str | bytes) -> t.Any:
+    """``json.loads``, for untrusted JSON: a document nested more than :data:`MAX_JSON_DEPTH` levels deep raises
+    :class:`JsonDepthError` (a ValueError, as malformed JSON), never ``RecursionError``."""
+    too_deep = False
+    collecting = gc.isenabled()
+    gc.disable()  # the parse makes no cycles; the collector would walk every list it makes again and again
+    try:
+        document = json.loads(text)
+    except RecursionError:
+        too_deep = True
+    finally:
+        if collecting:
+            gc.enable()
+    if too_deep or json_depth_exceeds(document):
+        raise JsonDepthError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return document
+
+
+def read_json_file(path: str) -> t.Any:
+    """:func:`load_json` of the file at ``path``, refusing (ValueError) one of more than :data:`MAX_JSON_FILE_BYTES`."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_JSON_FILE_BYTES + 1)
+    if len(data) > MAX_JSON_FILE_BYTES:
+        raise ValueError(f"larger than {MAX_JSON_FILE_BYTES} bytes, which no real config or index comes near")
+    return load_json(data.decode("utf-8"))
 
 
 def default_cache_dir() -> str:
@@ -375,8 +438,7 @@ def _parse_index(path: str) -> tuple[dict[str, str], t.Any]:
 
     Only the weight_map can make the index invalid; the total size is judged by :func:`_total_size_warning`.
     """
-    with open(path, encoding="utf-8") as f:
-        document = json.load(f)
+    document = read_json_file(path)
     if not isinstance(document, dict):
         raise ValueError("not a JSON object")
     weight_map = document.get("weight_map")
@@ -384,14 +446,17 @@ def _parse_index(path: str) -> tuple[dict[str, str], t.Any]:
         raise ValueError("no weight_map")
     for tensor, shard in weight_map.items():
         if not isinstance(shard, str) or not shard or shard.startswith("/") or ".." in shard.split("/"):
-            raise ValueError(f"weight_map maps {tensor!r} to {shard!r}, not a file of the snapshot")
+            raise ValueError(f"weight_map maps {bounded_repr(tensor)} to {bounded_repr(shard)}, not a file of the snapshot")
     metadata = document.get("metadata") or {}
     return weight_map, metadata.get("total_size") if isinstance(metadata, dict) else None
 
 
 def _byte_count(value: t.Any) -> int | None:
-    """``value`` as a byte count, or None when it is not one (a bool, a string, a negative or fractional number)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+    """``value`` as a byte count, or None when it is not one (a bool, a string, a negative, fractional or infinite
+    number, or one past 64 bits, which no file reaches)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value > MAX_U64:
+        return None
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
         return None
     return int(value)
 
@@ -420,7 +485,7 @@ def _total_size_warning(report: SnapshotReport, total: t.Any, shards: int) -> st
         return None
     report.index_total_size = _byte_count(total)
     if report.index_total_size is None:
-        return f"{INDEX_FILE}: metadata.total_size is {total!r}, not a byte count; no loader reads it, so the snapshot still loads"
+        return f"{INDEX_FILE}: metadata.total_size is {bounded_repr(total)}, not a byte count; no loader reads it, so the snapshot still loads"
     if report.tensor_bytes is None:
         return None
     report.index_total_size_matches = report.tensor_bytes == report.index_total_size
@@ -480,8 +545,7 @@ class _Checker:
             return
         entry = self.files[CONFIG_FILE]
         try:
-            with open(entry.location, encoding="utf-8") as f:
-                config = json.load(f)
+            config = read_json_file(entry.location)
         except (OSError, ValueError) as exc:
             self.corrupt(CONFIG_FILE, f"not a readable JSON file: {exc}")
             return
@@ -490,7 +554,7 @@ class _Checker:
             return
         architectures = config.get("architectures")
         if isinstance(architectures, list):
-            self.report.architectures = [str(a) for a in architectures]
+            self.report.architectures = [a if isinstance(a, str) else bounded_repr(a) for a in architectures]
 
     def weights(self) -> None:
         report = self.report

@@ -16,6 +16,11 @@ The parallelism rules are vLLM 0.30.0's (read in the release wheel):
 Guessed (not from vLLM's source, marked so in the verdict): the activation peak and runtime overhead
 (``overhead_bytes``, 4 GiB by default: the CUDA context, torch's allocator and the profile run's peak on a
 100B-class MoE; vLLM measures it at start) and the disk margin (5 %).
+
+config.json is untrusted input (issue 15): a figure that is not an integer (a string, a list, a float such as
+``1e400``, which JSON reads as infinity) or is past :data:`MAX_CONFIG_INT`, or weights past :data:`MAX_WEIGHT_BYTES`,
+is a problem of the verdict naming the field ("config.json is corrupt: ..."), and the split and memory are then not
+checked; nothing raises, and no work grows with the figures.
 """
 
 from __future__ import annotations
@@ -28,6 +33,14 @@ GIB = 1024**3
 DEFAULT_OVERHEAD_BYTES = 4 * GIB
 DEFAULT_DISK_MARGIN = 0.05
 KV_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_ds_mla": 1}
+# The largest figure (layers, heads, head size, context) config.json may give: vLLM and torch hold them in 64-bit
+# integers, and a real model's are far below (~100 layers, ~128 heads, ~10M tokens of context). Up to it, every
+# figure computed here stays well inside a float.
+MAX_CONFIG_INT = 2**63 - 1
+# The largest weight size: safetensors offsets are 64-bit (16 EiB; a 1T-parameter model in BF16 is 2 TB).
+MAX_WEIGHT_BYTES = 2**64 - 1
+# How the config's fields are named in a problem; a multimodal model's are in text_config.
+_FIGURES = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size", "max_position_embeddings")
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,7 @@ class ModelShape:
     kv_layers: int | None  # layers that keep a KV cache (all, except the linear-attention layers of hybrid models)
     max_position_embeddings: int | None
     weight_bytes: int
+    problems: tuple[str, ...] = ()  # config.json's (or the weights') figures that no model has: it is corrupt
 
 
 @dataclass(frozen=True)
@@ -76,16 +90,56 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _excerpt(value: Any, limit: int = 60) -> str:
+    """A value of config.json for a message, short whatever its size: an integer by its digits, a string, float or
+    bool as written, an object or array by its kind."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > 3 * limit:  # over ~55 digits: no need to write them all (nor to hit Python's 4300)
+            return f"an integer of {value.bit_length()} bits"
+        return str(value)
+    if isinstance(value, str):
+        return repr(value if len(value) <= limit else value[:limit] + "...") + " (a string)"
+    if isinstance(value, (float, bool)):
+        return f"{value!r} (a {type(value).__name__})"
+    return "a JSON object" if isinstance(value, dict) else "a JSON array" if isinstance(value, list) else f"a {type(value).__name__}"
+
+
+def _figures(text: dict[str, Any], where: str, problems: list[str]) -> dict[str, int | None]:
+    """config.json's figures: None when absent, null or not positive (not given); a problem (and None) when not an
+    integer or past :data:`MAX_CONFIG_INT`."""
+    figures: dict[str, int | None] = {}
+    for key in _FIGURES:
+        value = text.get(key)
+        figures[key] = None
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"config.json is corrupt: {where}{key} is {_excerpt(value)}, not an integer")
+        elif value > MAX_CONFIG_INT:
+            problems.append(f"config.json is corrupt: {where}{key} is {_excerpt(value)}, more than any model has (at most {MAX_CONFIG_INT}, 64 bits)")
+        else:
+            figures[key] = _int(value)
+    return figures
+
+
 def shape_from_config(config: dict[str, Any], weight_bytes: int) -> ModelShape:
-    """The shape from a Hugging Face config.json (a multimodal model's text model is in ``text_config``)."""
+    """The shape from a Hugging Face config.json (a multimodal model's text model is in ``text_config``).
+
+    Figures no model has are in the shape's ``problems`` (see the module doc)."""
     nested = config.get("text_config")
     text: dict[str, Any] = nested if isinstance(nested, dict) else config
-    architectures = config.get("architectures") or []
-    layers = _int(text.get("num_hidden_layers"))
-    heads = _int(text.get("num_attention_heads"))
-    kv_heads = _int(text.get("num_key_value_heads")) or heads  # no GQA: as many KV heads as heads
-    head_dim = _int(text.get("head_dim"))
-    hidden = _int(text.get("hidden_size"))
+    problems: list[str] = []
+    figures = _figures(text, "text_config." if isinstance(nested, dict) else "", problems)
+    if weight_bytes > MAX_WEIGHT_BYTES:
+        problems.append(f"the model's weight bytes are {_excerpt(weight_bytes)}, more than any model has (at most {MAX_WEIGHT_BYTES}, 64 bits)")
+    architectures = config.get("architectures")
+    if not isinstance(architectures, list):
+        architectures = []
+    layers = figures["num_hidden_layers"]
+    heads = figures["num_attention_heads"]
+    kv_heads = figures["num_key_value_heads"] or heads  # no GQA: as many KV heads as heads
+    head_dim = figures["head_dim"]
+    hidden = figures["hidden_size"]
     if head_dim is None and hidden and heads:
         head_dim = hidden // heads
     kv_layers = layers
@@ -99,8 +153,9 @@ def shape_from_config(config: dict[str, Any], weight_bytes: int) -> ModelShape:
         kv_heads=kv_heads,
         head_dim=head_dim,
         kv_layers=kv_layers,
-        max_position_embeddings=_int(text.get("max_position_embeddings")),
+        max_position_embeddings=figures["max_position_embeddings"],
         weight_bytes=weight_bytes,
+        problems=tuple(problems),
     )
 
 
@@ -120,7 +175,7 @@ def check_split(shape: ModelShape, tp: int, pp: int, verdict: Verdict) -> None:
         verdict.warnings.append("config.json gives no num_attention_heads or num_hidden_layers: the split was not checked")
         return
     if shape.attention_heads % tp:
-        divisors = [n for n in range(1, shape.attention_heads + 1) if shape.attention_heads % n == 0 and n <= 64]
+        divisors = [n for n in range(1, min(shape.attention_heads, 64) + 1) if shape.attention_heads % n == 0]
         verdict.problems.append(
             f"sparkops_tensor_parallel_size ({tp}) must divide the model's {shape.attention_heads} attention heads "
             f"(vLLM refuses it); sizes that do: {', '.join(map(str, divisors))}"
@@ -197,7 +252,11 @@ def plan_fit(shape: ModelShape, cluster: Cluster) -> Verdict:
     verdict = Verdict()
     if shape.architecture is None:
         verdict.warnings.append("config.json names no architecture: checked with its figures as they are")
-    check_split(shape, cluster.tensor_parallel_size, cluster.pipeline_parallel_size, verdict)
-    check_memory(shape, cluster, verdict)
+    if shape.problems:
+        verdict.problems.extend(shape.problems)
+        verdict.warnings.append("the split and the memory were not checked: the model's figures are corrupt")
+    else:
+        check_split(shape, cluster.tensor_parallel_size, cluster.pipeline_parallel_size, verdict)
+        check_memory(shape, cluster, verdict)
     check_disk(cluster, verdict)
     return verdict

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import re
 import socket
@@ -52,12 +53,21 @@ from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot im
     CONFIG_FILE,
     INDEX_FILE,
     SINGLE_FILE,
+    JsonDepthError,
     SnapshotError,
     check_snapshot,
+    load_json,
+    read_json_file,
     repo_folder,
     validate_repo_id,
 )
-from ansible_collections.sparkops.inference.plugins.module_utils._safetensors_header import MAX_HEADER_LEN, SafetensorsHeaderError, parse_header
+from ansible_collections.sparkops.inference.plugins.module_utils._safetensors_header import (
+    MAX_HEADER_LEN,
+    MAX_U64,
+    SafetensorsHeaderError,
+    bounded_repr,
+    parse_header,
+)
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT = 30
@@ -148,8 +158,11 @@ class ModelMetadata:
 
 
 def _byte_count(value: t.Any) -> int | None:
-    """``value`` as a byte count, or None when it is not one (a bool, a string, a negative or fractional number)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+    """``value`` as a byte count, or None when it is not one (a bool, a string, a negative, fractional or infinite
+    number, or one past 64 bits, which no file reaches)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value > MAX_U64:
+        return None
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
         return None
     return int(value)
 
@@ -178,8 +191,7 @@ def from_cache(repo_id: str, revision: str, cache_dir: str) -> tuple[ModelMetada
     if report.tensor_bytes is None:
         return None, f"the tensor bytes of {repo_id} at {revision} in {report.snapshot_path} cannot be read from its headers"
     try:
-        with open(os.path.join(report.snapshot_path, CONFIG_FILE), encoding="utf-8") as f:
-            config = json.load(f)
+        config = read_json_file(os.path.join(report.snapshot_path, CONFIG_FILE))
     except (OSError, ValueError) as exc:
         return None, f"{CONFIG_FILE} cannot be read: {exc}"
     if not isinstance(config, dict):
@@ -348,7 +360,9 @@ class HubClient:
     def get_json(self, url: str, what: str) -> tuple[t.Any, t.Any]:
         body, headers = self.get(url, what)
         try:
-            return json.loads(body.decode("utf-8")), headers
+            return load_json(body.decode("utf-8")), headers
+        except JsonDepthError as exc:
+            raise self.fail(f"{what}: the answer is {exc}") from None
         except ValueError:
             excerpt = " ".join(body[:EXCERPT].decode("utf-8", errors="replace").split())
             raise self.fail(f"{what}: the answer is not JSON: {excerpt!r}") from None
@@ -362,7 +376,7 @@ class HubClient:
         info, _headers = self.get_json(url, what)
         sha = info.get("sha") if isinstance(info, dict) else None
         if not isinstance(sha, str) or not _COMMIT.fullmatch(sha):
-            raise self.fail(f"{what}: the answer has no commit ('sha' is {sha!r})")
+            raise self.fail(f"{what}: the answer has no commit ('sha' is {bounded_repr(sha)})")
         return sha
 
     def tree(self, commit: str) -> dict[str, RepoFile]:
@@ -427,14 +441,21 @@ def _weight_bytes(client: HubClient, commit: str, files: dict[str, RepoFile], wa
         if not isinstance(index, dict):
             raise client.fail(f"{INDEX_FILE} is not a JSON object")
         metadata = index.get("metadata")
-        total = _byte_count(metadata.get("total_size")) if isinstance(metadata, dict) else None
+        written = metadata.get("total_size") if isinstance(metadata, dict) else None
+        total = _byte_count(written)
         if total is not None:
             return total
         weight_map = index.get("weight_map")
         if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
             raise client.fail(f"{INDEX_FILE} has neither metadata.total_size nor a weight_map")
         shards = sorted(set(weight_map.values()))
-        warnings.append(f"{INDEX_FILE} has no metadata.total_size: the weight bytes were read from the {len(shards)} shards' headers")
+        if written is None:
+            warnings.append(f"{INDEX_FILE} has no metadata.total_size: the weight bytes were read from the {len(shards)} shards' headers")
+        else:
+            warnings.append(
+                f"{INDEX_FILE}'s metadata.total_size is {bounded_repr(written)}, not a byte count:"
+                f" the weight bytes were read from the {len(shards)} shards' headers"
+            )
         missing = [shard for shard in shards if shard not in files]
         if missing:
             raise client.fail(f"{INDEX_FILE} names shards that are not in the repo at commit {commit}: {', '.join(missing[:5])}")

@@ -7,8 +7,12 @@ Note that this module util is **PRIVATE** to the collection. It can have breakin
 
 Meant for the GPU processes that outlive their container or unit (Ray and vLLM workers). Each process is read
 from procfs first: its name (argv[0] of ``cmdline``, else ``comm``), its state and its start time. The start time
-pins the process: a pid whose start time changes was ended and reused, and is never signalled again. Names in
-``expect_names`` guard against a pid reused between the caller's look and this one (:func:`name_matches`).
+pins the process: a pid whose start time changes was ended and reused, and is never signalled again.
+
+A process is identified by its pid *and* its start time (field 22 of ``/proc/<pid>/stat``): ``expect_start_times``,
+as ``gpu_info`` read them, guards against a pid reused between the caller's look and this one, whatever the new
+process is called. ``expect_names`` is a weaker guard (:func:`name_matches` compares base names, so another
+``python3`` passes it): both are checked when both are given.
 A zombie counts as ended: it has exited and released its memory; only its parent's reaping is left.
 """
 
@@ -150,6 +154,34 @@ def parse_expect_names(raw: t.Mapping[t.Any, t.Any] | None) -> dict[int, str]:
     return names
 
 
+def parse_expect_start_times(raw: t.Mapping[t.Any, t.Any] | None) -> dict[int, int | None]:
+    """``expect_start_times`` with int keys and values (module arguments arrive with text keys; null stays None)."""
+    times: dict[int, int | None] = {}
+    for key, value in (raw or {}).items():
+        try:
+            pid = int(str(key).strip())
+        except ValueError:
+            raise ProcessEndError(f"expect_start_times key {key!r} is not a pid") from None
+        if value is None:
+            times[pid] = None
+            continue
+        if isinstance(value, bool) or not str(value).strip().isdigit():
+            raise ProcessEndError(f"expect_start_times value {value!r} for pid {pid} is not a start time")
+        times[pid] = int(str(value).strip())
+    return times
+
+
+def start_time_mismatch(pid: int, expected: int | None, process: Process) -> str | None:
+    """Why ``process`` is not the one that had ``pid`` with start time ``expected``, or None when it is."""
+    if expected is None:
+        return f"pid {pid} was not running when it was looked up: {process.name!r} has the pid now (pid reused)"
+    if process.start_time is None:
+        return f"pid {pid}: its start time cannot be read, so it cannot be told from another process with the pid"
+    if process.start_time != expected:
+        return f"pid {pid} started at {process.start_time}, not {expected} (clock ticks after boot): another process has the pid (pid reused)"
+    return None
+
+
 @dataclass
 class EndResult:
     """What :func:`end_processes` ended (or would end), found gone, skipped, and could not end."""
@@ -230,12 +262,14 @@ def end_processes(
     kill_wait: float = KILL_WAIT,
     own_pid: int | None = None,
     parent_pid: int | None = None,
+    expect_start_times: t.Mapping[int, int | None] | None = None,
 ) -> EndResult:
     """End ``pids``: SIGTERM, up to ``timeout`` seconds' wait, SIGKILL, up to ``kill_wait`` seconds' wait.
 
     Raises :class:`ProcessEndError`, before signalling anything, for pid 1, pids <= 0 and this process and its
-    parent. A pid that does not exist or is a zombie goes to ``gone``; one whose name no longer matches
-    ``expect_names`` goes to ``skipped``. In check mode the processes that would be signalled are returned in
+    parent. A pid that does not exist or is a zombie goes to ``gone``; one whose start time is not the one in
+    ``expect_start_times`` (None there: the pid was not running when looked up), or whose name no longer matches
+    ``expect_names``, goes to ``skipped``. In check mode the processes that would be signalled are returned in
     ``ended`` with SIGTERM and nothing is signalled. A process still there after SIGKILL is a failure naming it.
     """
     if timeout < 0:
@@ -248,6 +282,7 @@ def end_processes(
         raise ProcessEndError("; ".join(refusals))
 
     expected = dict(expect_names or {})
+    started = dict(expect_start_times or {})
     result = EndResult()
     targets: list[Process] = []
     for pid in unique:
@@ -256,6 +291,13 @@ def end_processes(
             result.gone.append(pid)
             continue
         result.before.append(process)
+        if pid in started:
+            mismatch = start_time_mismatch(pid, started[pid], process)
+            if mismatch is not None:
+                skip = {"pid": pid, "name": process.name, "expected_start_time": started[pid], "start_time": process.start_time, "reason": mismatch}
+                result.skipped.append(skip)
+                result.remaining.append(process)
+                continue
         want = expected.get(pid)
         if want is not None and not name_matches(want, process):
             reason = f"pid {pid} is now {process.name!r}, not {want!r} (pid reused?)"

@@ -6,7 +6,9 @@
 Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 Memory that the collection's own kept services hold (its running Ray/vLLM, when ``include_own`` is off) counts as
-available: it is the service the memory is freed for, so a converged cluster passes the check.
+available: it is the service the memory is freed for, so a converged cluster passes the check. That is a process in
+an own unit (``sparkops-*``) or, with the docker runtime, in an own container (``sparkops-vllm``, ``sparkops-ray``)
+that docker listed running and confirmed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_plan i
     Settings,
     basename,
     matches,
+    own_container,
     process_table,
 )
 
@@ -43,7 +46,7 @@ def verdict(
         if matches(basename(str(process.get("name", ""))), settings.allowed_processes):
             continue
         unit = str(process.get("unit") or "")
-        own = unit.endswith(".service") and not process.get("user_unit") and matches(unit, settings.own_units)
+        own = (unit.endswith(".service") and not process.get("user_unit") and matches(unit, settings.own_units)) or own_container(process, settings)
         if own and not settings.include_own:
             own_used += int(process.get("used_mib") or 0)
             continue

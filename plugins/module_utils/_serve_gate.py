@@ -64,6 +64,14 @@ class GateConfigError(ValueError):
     """The settings file is unreadable or lacks a field."""
 
 
+def _finite(raw: t.Mapping[str, t.Any], key: str, default: float) -> float:
+    """A number of the settings: infinity or NaN (which JSON allows) would wait forever or fail ``sleep``."""
+    value = float(raw.get(key, default))
+    if not math.isfinite(value):
+        raise GateConfigError(f"bad gate settings: {key} is {value}, not a finite number")
+    return value
+
+
 @dataclass(frozen=True)
 class GateSettings:
     """What the gates check; see the module docstring."""
@@ -100,19 +108,19 @@ class GateSettings:
                 ray_python=str(raw.get("ray_python") or ""),
                 ray_address=str(raw.get("ray_address") or ""),
                 expected_nodes={str(k): str(v) for k, v in dict(raw.get("expected_nodes") or {}).items()},
-                gpus_per_node=float(raw.get("gpus_per_node", 1.0)),
-                cluster_timeout=float(raw.get("cluster_timeout", 600.0)),
+                gpus_per_node=_finite(raw, "gpus_per_node", 1.0),
+                cluster_timeout=_finite(raw, "cluster_timeout", 600.0),
                 min_available_mib=int(raw.get("min_available_mib") or 0),
-                min_available_fraction=float(raw.get("min_available_fraction", 0.0)),
-                memory_timeout=float(raw.get("memory_timeout", 120.0)),
-                interval=float(raw.get("interval", 2.0)),
+                min_available_fraction=_finite(raw, "min_available_fraction", 0.0),
+                memory_timeout=_finite(raw, "memory_timeout", 120.0),
+                interval=_finite(raw, "interval", 2.0),
                 meminfo_path=str(raw.get("meminfo_path") or "/proc/meminfo"),
                 check_nodes=bool(raw.get("check_nodes", False)),
-                nodes_timeout=float(raw.get("nodes_timeout", 60.0)),
+                nodes_timeout=_finite(raw, "nodes_timeout", 60.0),
             )
         except KeyError as exc:
             raise GateConfigError(f"the gate settings lack {exc.args[0]!r}") from exc
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:  # OverflowError: int(1e400); RecursionError: str() of a deep list
             if isinstance(exc, GateConfigError):
                 raise
             raise GateConfigError(f"bad gate settings: {exc}") from exc
@@ -326,7 +334,7 @@ def main(argv: t.Sequence[str], out: t.TextIO = sys.stdout) -> int:
     try:
         with open(argv[0], encoding="utf-8") as f:
             settings = GateSettings.from_dict(json.load(f))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deeply for the parser
         out.write(f"gate settings {argv[0]}: {exc}\n")
         return 2
     results = run_gates(settings)

@@ -14,11 +14,28 @@ description:
     more hosts), each host's C(sparkops_fabric_ip), and the cluster variables C(sparkops_model_repo),
     C(sparkops_model_revision), C(sparkops_served_model_name), C(sparkops_tensor_parallel_size),
     C(sparkops_pipeline_parallel_size), C(sparkops_gpus_per_node), C(sparkops_fabric_subnet),
-    C(sparkops_serve_port) and C(sparkops_gpu_memory_utilization).
+    C(sparkops_serve_port) and C(sparkops_gpu_memory_utilization); also each host's C(ansible_host) and
+    the roles' port variables as the inventory sets them, else the roles' defaults, C(ray_cluster_port)
+    (6379), C(ray_cluster_dashboard_port) (8265), C(ray_cluster_extra_args), C(vllm_serve_port)
+    (C(sparkops_serve_port)), C(vllm_serve_master_port) (29501) and C(vllm_serve_group_port) (29560).
   - Fails listing every violation, each naming the variable or the host, so that nothing starts on a
     cluster that cannot work. Checks that fabric IPs are distinct host addresses inside the fabric subnet,
     that cluster variables are the same on every host, and that tensor parallel size times pipeline
     parallel size equals the number of nodes times GPUs per node.
+  - Refuses a fabric subnet no fabric of Sparks can use. One wider than C(/8), C(0.0.0.0/0) included, since a
+    fabric is a point-to-point link or one switch's small subnet and every address in it is trusted (the
+    C(ray_cluster) units accept connections from all of it). One inside loopback C(127.0.0.0/8), multicast
+    C(224.0.0.0/4), the unspecified block C(0.0.0.0/8) or reserved C(240.0.0.0/4). Link-local
+    C(169.254.0.0/16) is accepted (a back-to-back cable may carry only that).
+  - Refuses a host whose management address (C(ansible_host), else its inventory name, when it is an IPv4
+    address) lies inside the fabric subnet, unless it is the host's own C(sparkops_fabric_ip) (a worker
+    reached over the fabric through the head).
+  - Refuses two services on one port, whatever the backend and C(ray_cluster_dashboard), among the API
+    (C(sparkops_serve_port), C(vllm_serve_port)), SSH (22), Ray's GCS (C(ray_cluster_port)), dashboard
+    (C(ray_cluster_dashboard_port)), client server (10001) and dashboard agent (52365), Ray's worker ports
+    (10002-19999), every port flag in C(ray_cluster_extra_args) (which moves the defaults it names), and vLLM's
+    C(vllm_serve_master_port) and C(vllm_serve_group_port). Each role port must be a TCP port and the same on
+    every host.
   - On success sets the fact C(sparkops_cluster) with the plan the roles share.
   - "Takes no options. Run it once (C(run_once: true)) in a play over the Spark hosts."
 extends_documentation_fragment:

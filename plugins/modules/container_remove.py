@@ -15,20 +15,20 @@ description:
   - Works through the C(docker) command line, not the Docker Engine API, so the host needs neither the Python
     Docker SDK nor access to the socket from Python.
   - Lists the containers with C(docker ps -a --no-trunc --format '{{json .}}') and matches each entry of
-    O(containers) as docker does - full id, then name, then unique id prefix.
+    O(containers) exactly - the full id, then the name. Unlike docker, an id prefix matches nothing, so that a name
+    that is no longer there (C(cafe), an old short id) never takes another container whose id begins like it.
   - A running, paused or restarting container is first stopped with C(docker stop -t <stop_timeout>), which sends
     its stop signal and, after O(stop_timeout) seconds, C(SIGKILL). Then every matched container is removed with
     C(docker rm -f). A last listing confirms the containers are gone.
   - Never removes images or volumes (no C(docker rm -v)).
   - Containers that do not exist are reported in RV(absent) and are not an error.
   - Fails, naming the container and docker's error, when a container is still there after C(docker rm -f), and
-    fails when C(docker ps) fails (for example when the docker daemon is not running) or a reference is an id
-    prefix of several containers.
+    fails when C(docker ps) fails (for example when the docker daemon is not running).
 options:
   containers:
     description:
-      - The names or ids of the containers to remove. An id may be the full id or a prefix that only one
-        container's id starts with, as docker accepts it.
+      - The names or full ids (64 hex digits, C(docker ps --no-trunc)) of the containers to remove. A short id or
+        another id prefix names no container (it is reported in RV(absent)).
     type: list
     elements: str
     required: true

@@ -15,6 +15,18 @@ description:
     CRI-O container scopes, docker's cgroupfs layout).
   - Container names and states come from C(docker ps -a) when the docker CLI is installed, so a process whose
     container is gone (a worker that outlived C(docker rm -f)) shows RV(processes[].container_running=false).
+  - A cgroup's name is only a claim (a user may name a cgroup of their own C(docker-<id>.scope)). A process is taken
+    for a running container's only when C(docker ps) lists that exact full id and the container's main process
+    (C(docker container inspect), C(State.Pid)) is in the same container cgroup; otherwise
+    RV(processes[].container_confirmed=false) and nothing is taken from docker. A container docker does not list is
+    called gone only when its cgroup lies where docker's daemon puts containers (not in a user's service manager,
+    not below a unit).
+  - Each process carries its start time (RV(processes[].start_time)); with its pid it identifies the process, so that
+    M(sparkops.inference.process_end) (O(sparkops.inference.process_end#module:expect_start_times)) never ends
+    another process that got the pid since.
+  - Command lines are returned with the values of secret flags (C(--api-key), C(--hf-token), C(--token),
+    C(--password), any C(--*-key), C(--*-token), C(--*-secret), C(--*-password)) and of C(*_TOKEN=), C(*_KEY=),
+    C(*_SECRET=), C(*_PASSWORD=) assignments replaced by C(********), so they stay out of Ansible's output.
   - "Unified memory: a DGX Spark's GB10 reports its memory size as C([N/A]) (NVIDIA DGX Spark known issues), since
     the GPU allocates from the host's memory. Then RV(available_mib) is C(MemAvailable) from C(/proc/meminfo). On
     discrete GPUs it is the free memory nvidia-smi reports, summed over the GPUs."
@@ -131,9 +143,18 @@ processes:
     running:
       description: Whether the process still existed when its C(/proc) entry was read.
       type: bool
+    start_time:
+      description:
+        - When the process started, in clock ticks after boot (field 22 of C(/proc/<pid>/stat)); with the pid it
+          identifies the process. Null when it could not be read (the process is gone).
+      type: int
+      sample: 811042
     cmdline:
-      description: The command line, arguments joined with spaces.
+      description:
+        - The command line, arguments joined with spaces, the values of secret flags and C(*_TOKEN=)-like
+          assignments replaced by C(********).
       type: str
+      sample: python3 -m vllm.entrypoints.openai.api_server --api-key ******** --port 8000
     cgroup:
       description: The systemd cgroup path.
       type: str
@@ -155,16 +176,24 @@ processes:
       description: C(docker), C(podman), C(containerd) or C(cri-o); null when in no container.
       type: str
     container_name:
-      description: The container's name from C(docker ps -a); null when unknown or gone.
+      description: The container's name from C(docker ps -a); null when unknown, gone or not confirmed.
       type: str
     container_image:
-      description: The container's image; null when unknown or gone.
+      description: The container's image; null when unknown, gone or not confirmed.
       type: str
     container_running:
       description:
         - Whether the container is running; V(false) when it is gone or stopped while the process lives on;
-          null when the process is in no container, when docker could not be asked, or when the container is
-          another runtime's (podman, containerd, CRI-O) that C(docker ps) does not list.
+          null when the process is in no container, when docker could not be asked, when docker did not confirm
+          it (RV(processes[].container_confirmed=false)), or when the container is another runtime's (podman,
+          containerd, CRI-O) that C(docker ps) does not list.
+      type: bool
+    container_confirmed:
+      description:
+        - V(true) when docker lists the container running and its main process is in the same container cgroup;
+          V(false) when the cgroup is named like a docker container's but docker does not back it (another
+          container cgroup than the main process's, docker inspect unanswered, or a cgroup docker's daemon does not
+          make); null otherwise.
       type: bool
 used_mib:
   description: The memory held by all GPU processes, in MiB.
@@ -227,7 +256,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._gpu_info impor
 SBIN = ["/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/local/nvidia/bin"]
 
 
-def _containers(module: AnsibleModule) -> list[Container] | None:
+def _docker(module: AnsibleModule) -> DockerCli | None:
     docker = module.params["docker_cli"] or module.get_bin_path("docker", opt_dirs=SBIN)
     if not docker:
         return None
@@ -235,11 +264,27 @@ def _containers(module: AnsibleModule) -> list[Container] | None:
     def run(argv: list[str]) -> tuple[int, str, str]:
         return t.cast("tuple[int, str, str]", module.run_command(argv))
 
+    return DockerCli(docker, run)
+
+
+def _containers(module: AnsibleModule, docker: DockerCli | None) -> list[Container] | None:
+    if docker is None:
+        return None
     try:
-        return DockerCli(docker, run).ps()
+        return docker.ps()
     except DockerError as exc:
         module.warn(f"container names not reported: {exc}")
         return None
+
+
+def _main_pids(module: AnsibleModule, docker: DockerCli | None, ids: list[str]) -> dict[str, int]:
+    if docker is None:
+        return {}
+    try:
+        return docker.main_pids(ids)
+    except DockerError as exc:
+        module.warn(f"containers not confirmed (a process is attributed to a container only when docker names its main process): {exc}")
+        return {}
 
 
 def main() -> None:
@@ -256,16 +301,21 @@ def main() -> None:
     if not nvidia_smi:
         module.fail_json(msg="nvidia-smi not found on this host: is the NVIDIA driver installed? (set nvidia_smi to its path)")
     found: list[list[Container] | None] = []
+    clients: list[DockerCli | None] = []
 
     def containers() -> list[Container] | None:
-        found.append(_containers(module))
+        clients.append(_docker(module))
+        found.append(_containers(module, clients[0]))
         return found[0]
+
+    def main_pids(ids: list[str]) -> dict[str, int]:
+        return _main_pids(module, clients[0] if clients else None, ids)
 
     def run(argv: list[str]) -> tuple[int, str, str]:
         return t.cast("tuple[int, str, str]", module.run_command(argv))
 
     try:
-        report = collect(run, nvidia_smi, Path(module.params["proc_root"]), containers, top_count=module.params["top_processes"])
+        report = collect(run, nvidia_smi, Path(module.params["proc_root"]), containers, top_count=module.params["top_processes"], main_pids=main_pids)
     except GpuInfoError as exc:
         if exc.rc is None:
             module.fail_json(msg=str(exc))

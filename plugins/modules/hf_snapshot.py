@@ -112,6 +112,12 @@ notes:
   - Never changes the model files. Only the manifest is written, in O(mode=full) outside check mode.
   - Needs no huggingface_hub on the target. The layouts are those of huggingface_hub 0.23 and later.
   - Only safetensors weights are understood; a snapshot with only C(pytorch_model.bin) weights is reported incomplete.
+  - "Model files are untrusted input, and checking one costs a bounded time whatever its content: a safetensors header
+    of 64 MiB or more (the safetensors library allows 100 MB) or listing more than 524,288 tensors, a number in it
+    past 64 bits (a dimension, offset or size, as in the library), a header nested too deeply, or a C(config.json) or
+    index of more than 64 MiB or nested more than 64 levels deep, makes the file corrupt (RV(corrupt), with the
+    reason). Real checkpoints stay far below these caps: a 100B-class model's shard header is a few hundred kB listing
+    a few thousand tensors."
 seealso:
   - name: Understand caching (huggingface_hub)
     description: The layout of the hub cache.

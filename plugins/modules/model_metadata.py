@@ -83,6 +83,9 @@ notes:
   - The index's C(metadata.total_size) is what the tool that saved the checkpoint counted, which may differ slightly
     from the shards' tensor data that RV(source=cache) sums. Without it, the shards' headers are read instead (with a
     warning).
+  - "The Hub's answers and the model's files are untrusted input: a safetensors header of 64 MiB or more is refused
+    without being fetched, as is one listing more than 524,288 tensors or a number past 64 bits, and a JSON answer
+    nested more than 64 levels deep; each fails with a message naming the file (see M(sparkops.inference.hf_snapshot))."
 seealso:
   - module: sparkops.inference.hf_snapshot
   - name: Hub API endpoints

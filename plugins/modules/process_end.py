@@ -17,8 +17,12 @@ description:
   - A pid that does not exist is not an error; it is reported in RV(gone). So is a pid whose process is a zombie
     (it has exited and released its memory, and only waits for its parent to reap it).
   - A process that becomes a zombie after a signal counts as ended.
+  - With O(expect_start_times), a pid whose process did not start when it was looked up (the pid was reused by
+    another process, whatever its name) is left alone and reported in RV(skipped). A process is identified by
+    its pid and its start time together, as M(sparkops.inference.gpu_info) returns them.
   - With O(expect_names), a pid whose process no longer has the expected name (the pid was reused by another
-    process) is left alone and reported in RV(skipped).
+    process) is left alone and reported in RV(skipped). Names are compared by base name, so another C(python3)
+    passes this guard; use O(expect_start_times) too.
   - Each process is pinned by its start time, so a pid that is reused while the module waits is not signalled again.
   - Refuses, before signalling anything and naming the pid, pid 1, pids of 0 or less (which would signal process
     groups), and the module's own process and its parent.
@@ -47,6 +51,16 @@ options:
         (V(/usr/bin/python3) matches V(python3)), or when comm is its base name cut to 15 characters (the kernel
         keeps 15 characters of comm).
       - A pid of O(pids) that is not in the mapping is ended whatever its name. Entries for other pids are ignored.
+    type: dict
+  expect_start_times:
+    description:
+      - The start times the processes are expected to have, as a mapping of pid to the start time in clock ticks
+        after boot (field 22 of C(/proc/<pid>/stat)), as M(sparkops.inference.gpu_info) returns it in
+        C(processes[].start_time).
+      - A process whose start time differs is another process that got the pid since it was looked up, and is left
+        alone and reported in RV(skipped). So is one whose start time cannot be read, and one mapped to null (the
+        pid was not running when it was looked up).
+      - A pid of O(pids) that is not in the mapping is not checked this way. Entries for other pids are ignored.
     type: dict
   proc_root:
     description:
@@ -94,6 +108,12 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: "{{ ended_processes.ended | selectattr('signal', '==', 'SIGKILL') | list }}"
 
+- name: End the leftover GPU processes gpu_info found, pinned by (pid, start time)
+  sparkops.inference.process_end:
+    pids: "{{ gpu.processes | map(attribute='pid') | list }}"
+    expect_start_times: "{{ dict(gpu.processes | map(attribute='pid') | zip(gpu.processes | map(attribute='start_time'))) }}"
+  become: true
+
 - name: End a leftover Ray raylet
   sparkops.inference.process_end:
     pids: [41523]
@@ -134,7 +154,9 @@ gone:
   elements: int
   sample: [40100]
 skipped:
-  description: The pids left alone because their name no longer matched O(expect_names).
+  description:
+    - The pids left alone because their start time was not the one in O(expect_start_times), or their name no
+      longer matched O(expect_names).
   returned: success
   type: list
   elements: dict
@@ -152,8 +174,18 @@ skipped:
     expected_name:
       description: The name O(expect_names) gave.
       type: str
-      returned: success
+      returned: when skipped for its name
       sample: ray::IDLE
+    start_time:
+      description: The start time the process has now (clock ticks after boot), null when unreadable.
+      type: int
+      returned: when skipped for its start time
+      sample: 9000
+    expected_start_time:
+      description: The start time O(expect_start_times) gave.
+      type: int
+      returned: when skipped for its start time
+      sample: 5000
     reason:
       description: Why it was skipped.
       type: str
@@ -182,7 +214,12 @@ diff:
 from pathlib import Path  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.sparkops.inference.plugins.module_utils._process_end import ProcessEndError, end_processes, parse_expect_names  # noqa: E402
+from ansible_collections.sparkops.inference.plugins.module_utils._process_end import (  # noqa: E402
+    ProcessEndError,
+    end_processes,
+    parse_expect_names,
+    parse_expect_start_times,
+)
 
 
 def main() -> None:
@@ -191,6 +228,7 @@ def main() -> None:
             "pids": {"type": "list", "elements": "int", "required": True},
             "timeout": {"type": "float", "default": 15},
             "expect_names": {"type": "dict"},
+            "expect_start_times": {"type": "dict"},
             "proc_root": {"type": "path", "default": "/proc"},
         },
         supports_check_mode=True,
@@ -200,6 +238,7 @@ def main() -> None:
             module.params["pids"],
             module.params["timeout"],
             expect_names=parse_expect_names(module.params["expect_names"]),
+            expect_start_times=parse_expect_start_times(module.params["expect_start_times"]),
             proc_root=Path(module.params["proc_root"]),
             check_mode=module.check_mode,
         )

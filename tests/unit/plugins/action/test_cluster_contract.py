@@ -10,7 +10,7 @@ from unittest.mock import MagicMock
 
 import pytest
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
+from ansible.template import Templar, trust_as_template
 from ansible_collections.sparkops.inference.plugins.action.cluster_contract import ActionModule
 from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import CLUSTER_VARS
 
@@ -184,3 +184,116 @@ def test_host_vars_go_through_the_templar() -> None:
     assert not result.get("failed", False), result
     templar.template.assert_any_call("{{ serve_port }}")
     templar.template.assert_any_call("192.168.200.12")
+
+
+# --- hostile input (issue 15) ---------------------------------------------------------------------
+
+
+def lab_task_vars(**cluster_overrides: t.Any) -> dict[str, t.Any]:
+    """The lab's shape: the head at its management address, the worker reached over the fabric at its fabric address."""
+    task_vars = make_task_vars(**cluster_overrides)
+    task_vars["hostvars"]["spark-head"]["ansible_host"] = "10.89.200.51"
+    task_vars["hostvars"]["spark-worker1"]["ansible_host"] = "192.168.200.12"
+    return task_vars
+
+
+def test_the_labs_inventory_is_accepted() -> None:
+    result = make_action().run(task_vars=lab_task_vars())
+    assert not result.get("failed", False), result
+    assert result["cluster"]["fabric_subnet"] == "192.168.200.0/24"
+
+
+def only_problem_of(task_vars: dict[str, t.Any]) -> str:
+    result = make_action().run(task_vars=task_vars)
+    assert result.get("failed") is True, result
+    assert "ansible_facts" not in result
+    assert len(result["problems"]) == 1, result["problems"]
+    assert result["problems"][0] in result["msg"]
+    return str(result["problems"][0])
+
+
+@pytest.mark.parametrize(("subnet", "fragment"), [("0.0.0.0/0", "too wide"), ("192.0.0.0/4", "too wide")])
+def test_fabric_subnet_everything_is_refused(subnet: str, fragment: str) -> None:
+    message = only_problem_of(lab_task_vars(sparkops_fabric_subnet=subnet))
+    assert f"sparkops_fabric_subnet {subnet}" in message
+    assert fragment in message
+
+
+def test_fabric_subnet_over_the_heads_management_address_is_refused() -> None:
+    task_vars = lab_task_vars()
+    task_vars["hostvars"]["spark-head"]["ansible_host"] = "192.168.200.1"
+    message = only_problem_of(task_vars)
+    assert message.startswith("host spark-head: ")
+    assert "ansible_host 192.168.200.1" in message
+
+
+def test_management_address_is_the_inventory_name_when_ansible_host_is_unset() -> None:
+    task_vars = make_task_vars()
+    hostvars = task_vars["hostvars"]
+    hostvars["192.168.200.5"] = {**hostvars.pop("spark-head"), "inventory_hostname": "192.168.200.5", "sparkops_fabric_ip": "192.168.200.11"}
+    task_vars["groups"]["spark_head"] = ["192.168.200.5"]
+    message = only_problem_of(task_vars)
+    assert message.startswith("host 192.168.200.5: ")
+
+
+@pytest.mark.parametrize(
+    ("port", "word"), [(22, "SSH"), (6379, "ray_cluster_port 6379"), (10001, "Ray's client server"), (29501, "vllm_serve_master_port 29501")]
+)
+def test_serve_port_on_a_port_in_use_is_refused(port: int, word: str) -> None:
+    message = only_problem_of(lab_task_vars(sparkops_serve_port=port))
+    assert f"sparkops_serve_port {port}" in message
+    assert word in message
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "word"),
+    [
+        ("vllm_serve_master_port", 8000, "sparkops_serve_port 8000"),
+        ("ray_cluster_port", 29560, "vllm_serve_group_port 29560"),
+        ("vllm_serve_port", 8265, "ray_cluster_dashboard_port 8265"),
+        ("vllm_serve_group_port", trust_as_template("{{ 6000 + 379 }}"), "ray_cluster_port 6379"),  # as the inventory's, templated
+    ],
+)
+def test_role_port_from_the_inventory_reaches_the_contract(name: str, value: t.Any, word: str) -> None:
+    task_vars = lab_task_vars()
+    for hostvars in task_vars["hostvars"].values():
+        hostvars[name] = value
+    message = only_problem_of(task_vars)
+    assert name in message
+    assert word in message
+
+
+def test_ray_extra_args_of_a_host_reach_the_contract() -> None:
+    task_vars = lab_task_vars()
+    task_vars["hostvars"]["spark-worker1"]["ray_cluster_extra_args"] = ["--dashboard-agent-listen-port=8000"]
+    message = only_problem_of(task_vars)
+    assert "ray_cluster_extra_args --dashboard-agent-listen-port 8000" in message
+
+
+def test_role_port_differing_between_hosts_fails() -> None:
+    task_vars = lab_task_vars()
+    task_vars["hostvars"]["spark-worker1"]["ray_cluster_port"] = 6380
+    message = only_problem_of(task_vars)
+    assert message == "ray_cluster_port must be the same on every host, it differs: spark-head=6379 (the role's default), spark-worker1=6380"
+
+
+def test_role_port_set_to_its_default_on_one_host_only_is_accepted() -> None:
+    task_vars = lab_task_vars()
+    task_vars["hostvars"]["spark-head"]["vllm_serve_master_port"] = 29501
+    task_vars["hostvars"]["spark-head"]["ray_cluster_port"] = "6379"
+    task_vars["hostvars"]["spark-worker1"]["vllm_serve_port"] = 8000
+    result = make_action().run(task_vars=task_vars)
+    assert not result.get("failed", False), result
+
+
+def test_hostile_subnet_and_ports_are_reported_together() -> None:
+    task_vars = lab_task_vars(sparkops_fabric_subnet="0.0.0.0/0", sparkops_serve_port=22)
+    for hostvars in task_vars["hostvars"].values():
+        hostvars["vllm_serve_master_port"] = 6379
+    result = make_action().run(task_vars=task_vars)
+    assert result["failed"] is True
+    problems = result["problems"]
+    assert len(problems) == 3, problems
+    assert "sparkops_fabric_subnet 0.0.0.0/0" in problems[0]
+    assert any("sparkops_serve_port 22" in p for p in problems)
+    assert any("vllm_serve_master_port 6379" in p and "ray_cluster_port 6379" in p for p in problems)

@@ -38,6 +38,16 @@ def test_reclaim_plan_without_settings_refuses() -> None:
     assert result["refused_table"] == "   PID    MiB  NAME              OWNER\n118211  87212  VLLM::EngineCore  unit vllm-cluster.service"
 
 
+def test_reclaim_plan_never_plans_ssh_for_a_pattern() -> None:
+    """ATTACK (issue 15): gpu_reclaim_units ['s*'] through the filter as the role calls it."""
+    services = {**SERVICES, **{name: {"name": name, "state": "running", "status": "enabled", "source": "systemd"} for name in ("ssh.service", "sshd.service")}}
+    services["spark-old.service"] = {"name": "spark-old.service", "state": "running", "status": "enabled", "source": "systemd"}
+    result = reclaim_plan(GPU_INFO, services, {"units": ["s*"]})
+    assert result["units"] == ["spark-old.service"]
+    assert result["units_protected"] == [{"unit": "ssh.service", "configured": "s*"}, {"unit": "sshd.service", "configured": "s*"}]
+    assert reclaim_plan(GPU_INFO, services, {"units": ["ssh"]})["units_protected_named"] == ["ssh"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -142,3 +142,27 @@ def test_host_container_run_by_docker_cgroupfs_is_not_a_container() -> None:
     """A node that is itself a docker container (cgroupfs driver): only a /docker/<id> inside its unit part counts."""
     who = owner(f"1:name=systemd:/docker/{DOCKER_ID}/system.slice/t1.service\n0::/docker/{DOCKER_ID}\n")
     assert (who.unit, who.container_id, who.container_runtime) == ("t1.service", None, None)
+
+
+@pytest.mark.parametrize(
+    ("line", "container_cgroup", "delegated"),
+    [
+        (f"0::/system.slice/docker-{DOCKER_ID}.scope", f"/system.slice/docker-{DOCKER_ID}.scope", False),
+        (f"0::/machine.slice/libpod-{PODMAN_ID}.scope/container", f"/machine.slice/libpod-{PODMAN_ID}.scope", False),
+        (f"0::/docker/{DOCKER_ID}", f"/docker/{DOCKER_ID}", False),
+        (f"1:name=systemd:{LAB_ROOT}/system.slice/docker-{DOCKER_ID}.scope", f"{LAB_ROOT}/system.slice/docker-{DOCKER_ID}.scope", False),
+        # What a user can make in the subtree systemd delegates to their service manager (and where rootless runtimes live).
+        (
+            f"0::/user.slice/user-1000.slice/user@1000.service/app.slice/docker-{DOCKER_ID}.scope",
+            f"/user.slice/user-1000.slice/user@1000.service/app.slice/docker-{DOCKER_ID}.scope",
+            True,
+        ),
+        (f"0::/user.slice/user-1000.slice/user@1000.service/docker/{DOCKER_ID}", f"/user.slice/user-1000.slice/user@1000.service/docker/{DOCKER_ID}", True),
+        # A unit's processes may name cgroups below it (Delegate=yes); systemd's own scopes sit in slices.
+        (f"0::/system.slice/jobs.service/docker-{DOCKER_ID}.scope", f"/system.slice/jobs.service/docker-{DOCKER_ID}.scope", True),
+        ("0::/system.slice/vllm-cluster.service", None, False),
+    ],
+)
+def test_container_cgroup_and_delegation(line: str, container_cgroup: str | None, delegated: bool) -> None:
+    who = owner(line + "\n")
+    assert (who.container_cgroup, who.delegated) == (container_cgroup, delegated)

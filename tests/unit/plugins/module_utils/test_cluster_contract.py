@@ -47,17 +47,17 @@ def make_inventory(node_count: int = 2) -> tuple[dict[str, list[str]], dict[str,
     return groups, fabric_ips
 
 
-def problems_of(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any], cluster: dict[str, t.Any]) -> list[str]:
+def problems_of(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any], cluster: dict[str, t.Any], **more: t.Any) -> list[str]:
     with pytest.raises(ContractError) as excinfo:
-        validate(groups, fabric_ips, cluster)
+        validate(groups, fabric_ips, cluster, **more)
     problems = excinfo.value.problems
     assert problems, "ContractError raised with no problems"
     assert str(excinfo.value) == "; ".join(problems)
     return problems
 
 
-def only_problem(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any], cluster: dict[str, t.Any]) -> str:
-    problems = problems_of(groups, fabric_ips, cluster)
+def only_problem(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any], cluster: dict[str, t.Any], **more: t.Any) -> str:
+    problems = problems_of(groups, fabric_ips, cluster, **more)
     assert len(problems) == 1, problems
     return problems[0]
 
@@ -413,3 +413,249 @@ def test_worker_listed_twice_counts_once() -> None:
     groups[WORKER_GROUP] = ["spark-worker1", "spark-worker1"]
     plan = validate(groups, fabric_ips, make_cluster())
     assert plan.workers == ("spark-worker1",)
+
+
+# --- hostile input (issue 15): unusable fabric subnets --------------------------------------------
+
+
+def inventory_in(subnet: str) -> tuple[dict[str, list[str]], dict[str, t.Any]]:
+    """A head and one worker at the first two host addresses of ``subnet``: an inventory consistent with it."""
+    import ipaddress
+
+    network = ipaddress.IPv4Network(subnet)
+    groups = {HEAD_GROUP: ["spark-head"], WORKER_GROUP: ["spark-worker1"]}
+    return groups, {"spark-head": str(network.network_address + 1), "spark-worker1": str(network.network_address + 2)}
+
+
+@pytest.mark.parametrize(
+    ("subnet", "fragment"),
+    [
+        ("0.0.0.0/0", "too wide"),
+        ("128.0.0.0/1", "too wide"),
+        ("16.0.0.0/4", "too wide"),
+        ("224.0.0.0/4", "too wide"),
+        ("10.0.0.0/7", "too wide"),
+        ("127.0.0.0/8", "loopback"),
+        ("127.0.0.0/24", "loopback"),
+        ("224.0.0.0/24", "multicast"),
+        ("239.255.0.0/16", "multicast"),
+        ("0.0.0.0/8", "unspecified"),
+        ("0.0.0.0/24", "unspecified"),
+        ("240.0.0.0/24", "reserved"),
+        ("255.255.255.0/24", "reserved"),
+    ],
+)
+def test_unusable_fabric_subnet_is_refused(subnet: str, fragment: str) -> None:
+    groups, fabric_ips = inventory_in(subnet)
+    message = only_problem(groups, fabric_ips, make_cluster(sparkops_fabric_subnet=subnet))
+    assert message.startswith(f"sparkops_fabric_subnet {subnet} "), message
+    assert fragment in message
+
+
+@pytest.mark.parametrize("subnet", ["10.0.0.0/8", "172.16.0.0/12", "100.64.0.0/10", "192.168.200.0/24", "192.168.200.8/29", "169.254.0.0/16", "169.254.3.0/24"])
+def test_usable_fabric_subnet_is_accepted(subnet: str) -> None:
+    groups, fabric_ips = inventory_in(subnet)
+    plan = validate(groups, fabric_ips, make_cluster(sparkops_fabric_subnet=subnet))
+    assert plan.fabric_subnet == subnet
+
+
+# --- hostile input: the fabric subnet over the management network -------------------------------
+
+
+def test_management_address_inside_the_fabric_subnet_is_refused() -> None:
+    groups, fabric_ips = inventory_in("10.0.0.0/8")
+    management = {"spark-head": "10.89.200.51", "spark-worker1": "spark-worker1.lan"}
+    message = only_problem(groups, fabric_ips, make_cluster(sparkops_fabric_subnet="10.0.0.0/8"), management=management)
+    assert message.startswith("host spark-head: "), message
+    assert "ansible_host 10.89.200.51" in message
+    assert "sparkops_fabric_subnet 10.0.0.0/8" in message
+
+
+def test_management_address_of_another_host_on_the_fabric_is_refused() -> None:
+    groups, fabric_ips = make_inventory(2)
+    management = {"spark-head": "192.168.200.12", "spark-worker1": "192.168.200.12"}
+    message = only_problem(groups, fabric_ips, make_cluster(), management=management)
+    assert message.startswith("host spark-head: "), message
+    assert "192.168.200.12" in message
+    assert f"{FABRIC_IP_VAR} 192.168.200.11" in message
+
+
+@pytest.mark.parametrize(
+    "management",
+    [
+        {"spark-head": "10.89.200.51", "spark-worker1": "192.168.200.12"},  # the lab and inventories/sparks: a worker reached over the fabric
+        {"spark-head": "spark-head.example.org", "spark-worker1": "spark-worker1"},
+        {"spark-head": "127.0.0.1", "spark-worker1": "fd00::12"},
+        {"spark-head": None},
+        {},
+    ],
+)
+def test_management_addresses_apart_from_the_fabric_are_accepted(management: dict[str, t.Any]) -> None:
+    groups, fabric_ips = make_inventory(2)
+    plan = validate(groups, fabric_ips, make_cluster(), management=management)
+    assert plan.head == "spark-head"
+
+
+# --- hostile input: port clashes ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("port", "words"),
+    [
+        (22, ["SSH"]),
+        (6379, ["ray_cluster_port 6379", "Ray's GCS"]),
+        ("6379", ["ray_cluster_port 6379"]),
+        (10001, ["port 10001", "Ray's client server"]),
+        (8265, ["ray_cluster_dashboard_port 8265", "Ray's dashboard"]),
+        (52365, ["port 52365", "Ray's dashboard agent"]),
+        (29501, ["vllm_serve_master_port 29501"]),
+        (29560, ["vllm_serve_group_port 29560"]),
+        (10002, ["Ray's worker ports 10002-19999"]),
+        (19999, ["Ray's worker ports 10002-19999"]),
+    ],
+)
+def test_serve_port_on_another_service_port_is_refused(port: t.Any, words: list[str]) -> None:
+    groups, fabric_ips = make_inventory(2)
+    message = only_problem(groups, fabric_ips, make_cluster(sparkops_serve_port=port))
+    assert message.startswith(f"sparkops_serve_port {port} (vLLM's API) "), message
+    for word in words:
+        assert word in message
+
+
+@pytest.mark.parametrize(
+    ("ports", "words"),
+    [
+        ({"ray_cluster_port": 8000}, ["sparkops_serve_port 8000", "ray_cluster_port 8000"]),
+        ({"vllm_serve_port": 22}, ["vllm_serve_port 22", "SSH"]),
+        ({"vllm_serve_master_port": 6379}, ["ray_cluster_port 6379", "vllm_serve_master_port 6379"]),
+        ({"vllm_serve_group_port": "29501"}, ["vllm_serve_master_port 29501", "vllm_serve_group_port 29501"]),
+        ({"ray_cluster_dashboard_port": 22}, ["ray_cluster_dashboard_port 22", "SSH"]),
+        ({"ray_cluster_port": 10001}, ["ray_cluster_port 10001", "Ray's client server"]),
+        ({"vllm_serve_master_port": 15000}, ["vllm_serve_master_port 15000", "Ray's worker ports 10002-19999"]),
+    ],
+)
+def test_role_ports_that_clash_are_refused(ports: dict[str, t.Any], words: list[str]) -> None:
+    groups, fabric_ips = make_inventory(2)
+    message = only_problem(groups, fabric_ips, make_cluster(), ports=ports)
+    for word in words:
+        assert word in message
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--ray-client-server-port", "8000"], ["ray_cluster_extra_args --ray-client-server-port 8000", "sparkops_serve_port 8000"]),
+        (["--dashboard-agent-listen-port=29501"], ["ray_cluster_extra_args --dashboard-agent-listen-port 29501", "vllm_serve_master_port 29501"]),
+        (["--node-manager-port", 8000], ["ray_cluster_extra_args --node-manager-port 8000", "sparkops_serve_port 8000"]),
+        (["--worker-port-list=7000,8000"], ["Ray's worker port 8000", "sparkops_serve_port 8000"]),
+        ("--metrics-export-port 6379", ["ray_cluster_extra_args --metrics-export-port 6379", "ray_cluster_port 6379"]),
+    ],
+)
+def test_ray_extra_args_ports_that_clash_are_refused(args: t.Any, words: list[str]) -> None:
+    groups, fabric_ips = make_inventory(2)
+    message = only_problem(groups, fabric_ips, make_cluster(), ray_extra_args={"spark-head": args, "spark-worker1": None})
+    for word in words:
+        assert word in message
+
+
+def test_ray_worker_port_range_moved_onto_vllm_ports_is_refused() -> None:
+    groups, fabric_ips = make_inventory(2)
+    args = ["--min-worker-port=20000", "--max-worker-port", "29999"]
+    problems = problems_of(groups, fabric_ips, make_cluster(), ray_extra_args={"spark-head": args, "spark-worker1": args})
+    assert len(problems) == 2, problems
+    assert "vllm_serve_master_port 29501" in problems[0] and "Ray's worker ports 20000-29999" in problems[0]
+    assert "vllm_serve_group_port 29560" in problems[1] and "Ray's worker ports 20000-29999" in problems[1]
+
+
+@pytest.mark.parametrize(
+    ("serve_port", "ports", "extra"),
+    [
+        (8000, {}, None),
+        (8080, {"ray_cluster_port": "6379", "vllm_serve_master_port": None}, None),
+        (10001, {}, ["--ray-client-server-port=23000"]),  # the client server moved away frees 10001
+        (12000, {}, ["--min-worker-port", "20000", "--max-worker-port", "20999"]),  # so does the worker range
+        (8000, {"vllm_serve_port": 8000, "vllm_serve_master_port": 29600, "vllm_serve_group_port": 29601}, []),
+        (8000, {}, ["--port=6379", "--node-manager-port=0", "--resources", '{"a": 1}']),  # 0: Ray picks a free port
+    ],
+)
+def test_ports_apart_are_accepted(serve_port: int, ports: dict[str, t.Any], extra: t.Any) -> None:
+    groups, fabric_ips = make_inventory(2)
+    plan = validate(groups, fabric_ips, make_cluster(sparkops_serve_port=serve_port), ports=ports, ray_extra_args={"spark-head": extra})
+    assert plan.world_size == 2
+
+
+@pytest.mark.parametrize("name", ["ray_cluster_port", "ray_cluster_dashboard_port", "vllm_serve_port", "vllm_serve_master_port", "vllm_serve_group_port"])
+@pytest.mark.parametrize(("value", "fragment"), [("abc", "positive integer"), (0, "positive integer"), (True, "positive integer"), (65536, "1-65535")])
+def test_bad_role_port(name: str, value: t.Any, fragment: str) -> None:
+    groups, fabric_ips = make_inventory(2)
+    message = only_problem(groups, fabric_ips, make_cluster(), ports={name: value})
+    assert name in message
+    assert fragment in message
+
+
+def test_role_port_defaults_match_the_roles() -> None:
+    from pathlib import Path
+
+    import yaml
+    from ansible_collections.sparkops.inference.plugins.module_utils import _cluster_contract as contract
+
+    roles = Path(__file__).resolve().parents[4] / "roles"
+    defaults = {}
+    for role in ("ray_cluster", "vllm_serve"):
+        defaults.update(yaml.safe_load((roles / role / "defaults" / "main.yml").read_text()))
+    assert set(contract.ROLE_PORT_VARS) == {
+        "ray_cluster_port",
+        "ray_cluster_dashboard_port",
+        "vllm_serve_port",
+        "vllm_serve_master_port",
+        "vllm_serve_group_port",
+    }
+    for name, default in contract.ROLE_PORT_VARS.items():
+        expected = None if name == "vllm_serve_port" else defaults[name]  # vllm_serve_port defaults to sparkops_serve_port
+        assert default == expected, name
+    assert defaults["vllm_serve_port"] == "{{ sparkops_serve_port }}"
+    assert defaults["ray_cluster_extra_args"] == []
+
+
+# --- hostile input: every problem at once --------------------------------------------------------
+
+
+def test_subnet_and_port_problems_are_reported_together() -> None:
+    groups, fabric_ips = make_inventory(2)
+    problems = problems_of(groups, fabric_ips, make_cluster(sparkops_fabric_subnet="0.0.0.0/0", sparkops_serve_port=22))
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("sparkops_fabric_subnet 0.0.0.0/0 ")
+    assert problems[1].startswith("sparkops_serve_port 22 ")
+
+
+def test_every_hostile_setting_is_reported_together() -> None:
+    groups, fabric_ips = make_inventory(2)
+    cluster = make_cluster(sparkops_serve_port=6379)
+    problems = problems_of(
+        groups,
+        fabric_ips,
+        cluster,
+        management={"spark-head": "192.168.200.99", "spark-worker1": "192.168.200.12"},
+        ports={"vllm_serve_master_port": 22},
+    )
+    assert len(problems) == 3, problems
+    assert problems[0].startswith("host spark-head: ")
+    assert any("sparkops_serve_port 6379" in p and "ray_cluster_port 6379" in p for p in problems)
+    assert any("vllm_serve_master_port 22" in p and "SSH" in p for p in problems)
+
+
+def test_ray_extra_args_on_every_host_are_reported_once() -> None:
+    groups, fabric_ips = make_inventory(2)
+    args = ["--ray-client-server-port=8000"]
+    message = only_problem(groups, fabric_ips, make_cluster(), ray_extra_args={"spark-head": args, "spark-worker1": args})
+    assert "ray_cluster_extra_args --ray-client-server-port 8000" in message
+
+
+def test_port_clash_is_reported_with_a_missing_cluster_variable() -> None:
+    groups, fabric_ips = make_inventory(2)
+    cluster = make_cluster(sparkops_serve_port=6379)
+    del cluster["sparkops_model_repo"]
+    problems = problems_of(groups, fabric_ips, cluster)
+    assert len(problems) == 2, problems
+    assert "sparkops_model_repo is not set" in problems[0]
+    assert problems[1].startswith("sparkops_serve_port 6379 (vLLM's API) clashes with ray_cluster_port 6379")

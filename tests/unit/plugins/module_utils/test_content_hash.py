@@ -208,3 +208,31 @@ def test_absent_manifest_is_empty_without_warning(tmp_path: Path) -> None:
     manifest, message = Manifest.load(tmp_path / "none.json")
     assert manifest.entries == {}
     assert message is None
+
+
+# --- a hostile manifest (issue 15): ignored or dropped, never an exception ---------------------------------------------
+
+
+def test_a_manifest_nested_too_deeply_for_the_parser_is_ignored(tmp_path: Path) -> None:
+    """100,000 levels: RecursionError in the JSON parser."""
+    path = tmp_path / "m.json"
+    path.write_text('{"version": 1, "files": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    manifest, message = Manifest.load(path)
+    assert manifest.entries == {}
+    assert message == f"ignored the manifest {path}, which cannot be read: nested too deeply"
+
+
+def test_a_manifest_entry_with_nested_values_is_dropped(tmp_path: Path) -> None:
+    """An entry that matches its file but holds a value nested 500 levels deep: writing it back raised RecursionError."""
+    jobs = files(tmp_path, {"a.bin": b"a", "b.bin": b"b"})
+    entries = {}
+    for job in jobs.values():
+        st = os.stat(job.key)
+        entries[job.key] = {"size": 1, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "algorithm": SHA256, "hash": job.address}
+    entries[jobs["b.bin"].key]["note"] = [[[["x"]]]]
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"version": 1, "files": entries}).replace('[[[["x"]]]]', "[" * 500 + "]" * 500))
+    manifest, message = Manifest.load(path)
+    assert message is None and sorted(manifest.entries) == [jobs["a.bin"].key]
+    manifest.save(path)
+    assert sorted(json.loads(path.read_text())["files"]) == [jobs["a.bin"].key]

@@ -159,9 +159,8 @@ CONTAINERS = parse_ps_output(DOCKER_PS)
         ("/vllm-qwen3", VLLM_ID),
         ("sparkops-ray", RAY_ID),
         ("vllm-qwen3/ray", RAY_ID),
-        ("3f2a", VLLM_ID),
-        ("3F2B0D", RAY_ID),
-        ("a91c7e2d44b0", OLD_ID),
+        (VLLM_ID.upper(), VLLM_ID),
+        (f" {RAY_ID} ", RAY_ID),
         ("hungry", None),
         ("nope", None),
         ("3f2a9c1b7d4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddeeff0", None),
@@ -172,16 +171,17 @@ def test_resolve(reference: str, expected: str | None) -> None:
     assert (found.id if found else None) == expected
 
 
-def test_name_wins_over_id_prefix() -> None:
-    """A container named like another's id prefix is found by name, as docker does."""
+@pytest.mark.parametrize("reference", ["3f2a", "3F2B0D", "a91c7e2d44b0", "3f2", OLD_ID[:63]])
+def test_an_id_prefix_matches_no_container(reference: str) -> None:
+    """ATTACK (issue 15): a name that no longer exists (a hex word such as ``cafe``, an old short id) took whichever
+    container's id began with it, as docker's own lookup does. Only an exact name or the full 64-hex id match."""
+    assert resolve(CONTAINERS, reference) is None
+
+
+def test_a_name_is_matched_exactly() -> None:
     named = Container(id="b" * 64, names=("a91c",), image="busybox", state="exited")
     assert resolve([*CONTAINERS, named], "a91c") is named
-
-
-def test_ambiguous_prefix_names_it_and_the_candidates() -> None:
-    with pytest.raises(DockerError) as exc:
-        resolve(CONTAINERS, "3f2")
-    assert str(exc.value) == "container reference '3f2' is an ambiguous id prefix: it matches vllm-qwen3 (3f2a9c1b7d4e), sparkops-ray (3f2b0d4c6e8f)"
+    assert resolve([*CONTAINERS, named], "a91") is None
 
 
 @pytest.mark.parametrize("reference", ["", "  ", "/"])
@@ -191,9 +191,9 @@ def test_empty_reference_is_refused(reference: str) -> None:
 
 
 def test_match_dedupes_and_keeps_order() -> None:
-    found, absent = match(CONTAINERS, ["sparkops-ray", "gone-one", VLLM_ID, "3f2b", "gone-one", "vllm-qwen3"])
+    found, absent = match(CONTAINERS, ["sparkops-ray", "gone-one", VLLM_ID, "3f2b", "gone-one", "vllm-qwen3", RAY_ID])
     assert [c.id for c in found] == [RAY_ID, VLLM_ID]
-    assert absent == ["gone-one"]
+    assert absent == ["gone-one", "3f2b"]  # an id prefix names no container
 
 
 class ScriptedDocker:
@@ -249,7 +249,7 @@ def test_remove_stops_running_then_removes() -> None:
 
 def test_check_mode_only_lists() -> None:
     docker = ScriptedDocker(CONTAINERS)
-    result = remove_containers(DockerCli("docker", docker), ["3f2a"], 30, check_mode=True)
+    result = remove_containers(DockerCli("docker", docker), [VLLM_ID], 30, check_mode=True)
     assert docker.calls == [["docker", *PS_ARGS]]
     assert [c.name for c in result.removed] == ["vllm-qwen3"]
     assert result.changed is True
@@ -307,3 +307,30 @@ def test_nothing_to_do_runs_only_ps() -> None:
     assert (result.removed, result.absent, result.changed) == ([], ["gone-one"], False)
     assert docker.calls == [["docker", *PS_ARGS]]
     assert result.diff == {"before": "", "after": ""}
+
+
+def test_main_pids_from_container_inspect() -> None:
+    """docker container inspect names each container's main process; a stopped one has none (0), a gone one is left out."""
+    inspected = [
+        {"Id": RAY_ID, "Name": "/sparkops-ray", "State": {"Status": "running", "Running": True, "Pid": 4242}},
+        {"Id": OLD_ID, "Name": "/hungry_turing", "State": {"Status": "exited", "Running": False, "Pid": 0}},
+    ]
+    calls: list[list[str]] = []
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        calls.append(argv)
+        return 1, json.dumps(inspected, indent=4) + "\n", f"Error response from daemon: No such container: {VLLM_ID}\n"
+
+    cli = DockerCli("docker", run)
+    assert cli.main_pids([RAY_ID, OLD_ID, VLLM_ID]) == {RAY_ID: 4242, OLD_ID: 0}
+    assert calls == [["docker", "container", "inspect", RAY_ID, OLD_ID, VLLM_ID]]
+    assert cli.main_pids([]) == {} and len(calls) == 1
+
+
+def test_main_pids_failure_names_docker_error() -> None:
+    cli = DockerCli("docker", lambda argv: (1, "", "permission denied while trying to connect to the Docker daemon socket\n"))
+    with pytest.raises(DockerError, match=r"^docker container inspect failed \(rc 1\): permission denied"):
+        cli.main_pids([RAY_ID])
+    garbled = DockerCli("docker", lambda argv: (0, "not json", ""))
+    with pytest.raises(DockerError, match=r"^docker container inspect failed \(rc 0\): not json"):
+        garbled.main_pids([RAY_ID])

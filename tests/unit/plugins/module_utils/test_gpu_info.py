@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,10 @@ from proc_tree import GB10_PROCS, JUPYTER_ID, Proc, fixture_text, make_proc
 PODMAN_ID = "9b8a7c6d5e4f30211203f4e5d6c7b8a9ab0c1d2e3f405162738495a6b7c8d9e0"
 GB10_UUID = "GPU-2dee1e25-b3b5-007e-2b55-79f2d0f2ebe5"
 JUPYTER = Container(id=JUPYTER_ID, names=("jupyter",), image="nvcr.io/nvidia/pytorch:25.09-py3", state="running", status="Up 2 hours")
+# docker's word on which process is the jupyter container's (docker container inspect: State.Pid).
+JUPYTER_MAIN = {JUPYTER_ID: 114687}
+# A cgroup any user can make in the subtree systemd delegates to their service manager, named like jupyter's scope.
+USER_MADE_SCOPE = f"0::/user.slice/user-1000.slice/user@1000.service/app.slice/docker-{JUPYTER_ID}.scope\n"
 
 
 def app(pid: int, name: str = "python3", used: int | None = 100, uuid: str = GB10_UUID) -> ComputeApp:
@@ -39,7 +44,9 @@ def test_gb10_report(gb10_proc: Path) -> None:
     gpus = parse_gpus(fixture_text("gb10_query_gpu_csv.txt"))
     apps = parse_compute_apps(fixture_text("gb10_apps_busy.txt"))
     meminfo = parse_meminfo(fixture_text("gb10_meminfo.txt"))
-    report = gpu_report(gpus, apps, meminfo, gb10_proc, [JUPYTER], top_count=3)
+    asked: list[list[str]] = []
+    report = gpu_report(gpus, apps, meminfo, gb10_proc, [JUPYTER], top_count=3, main_pids=lambda ids: asked.append(ids) or JUPYTER_MAIN)
+    assert asked == [[JUPYTER_ID]]  # docker is asked once, for the running containers the cgroups name
     assert report["unified_memory"] is True
     assert (report["total_mib"], report["available_mib"]) == (124610, 115787)  # MemTotal, MemAvailable
     assert report["used_mib"] == 18 + 6 + 19135 + 87212
@@ -63,6 +70,8 @@ def test_gb10_report(gb10_proc: Path) -> None:
         "container_name": None,
         "container_image": None,
         "container_running": None,
+        "container_confirmed": None,
+        "start_time": 912377,
     }
     jupyter = by_pid[114687]
     assert jupyter["cmdline"] == "/usr/local/bin/python -m jupyterlab"
@@ -73,6 +82,7 @@ def test_gb10_report(gb10_proc: Path) -> None:
         "docker",
     )
     assert (jupyter["container_name"], jupyter["container_image"], jupyter["container_running"]) == ("jupyter", JUPYTER.image, True)
+    assert (jupyter["container_confirmed"], jupyter["start_time"]) == (True, 811042)
     assert by_pid[2741]["cmdline"] == "/usr/lib/xorg/Xorg vt1 -displayfd 3"
     assert by_pid[2741]["unit"] == "session-c1.scope"
     assert [(p["pid"], p["rss_mib"]) for p in report["top_memory"]] == [(118211, 4394), (114687, 2050), (3046, 244)]
@@ -116,9 +126,120 @@ def test_no_gpu_reads_as_unified() -> None:
     ],
 )
 def test_container_resolution(gb10_proc: Path, containers: list[Container] | None, name: str | None, image: str | None, running: bool | None) -> None:
-    described = describe_process(app(114687), gb10_proc, containers)
+    described = describe_process(app(114687), gb10_proc, containers, JUPYTER_MAIN)
     assert described["container_id"] == JUPYTER_ID
     assert (described["container_name"], described["container_image"], described["container_running"]) == (name, image, running)
+
+
+def test_running_container_docker_does_not_confirm_is_not_attributed(gb10_proc: Path) -> None:
+    """docker inspect was not answered, or named no main process: the cgroup's name alone does not make it jupyter's."""
+    for main_pids in ({}, {JUPYTER_ID: 0}, {JUPYTER_ID: 424242}):
+        described = describe_process(app(114687), gb10_proc, [JUPYTER], main_pids)
+        assert described["container_id"] == JUPYTER_ID
+        assert (described["container_name"], described["container_running"], described["container_confirmed"]) == (None, None, False)
+
+
+def test_gpu_report_always_asks_for_confirmation(gb10_proc: Path) -> None:
+    """gpu_info's report (what the reclaim plan acts on): without a way to ask docker, running containers stay unconfirmed."""
+    apps = parse_compute_apps(fixture_text("gb10_apps_busy.txt"))
+    report = gpu_report([], apps, parse_meminfo(fixture_text("gb10_meminfo.txt")), gb10_proc, [JUPYTER])
+    jupyter = report["processes"][2]
+    assert (jupyter["container_name"], jupyter["container_running"], jupyter["container_confirmed"]) == (None, None, False)
+
+
+def test_describe_without_asking_docker_takes_the_listing(gb10_proc: Path) -> None:
+    """main_pids None (node_recon's report, which acts on nothing): the listing names the container, unconfirmed."""
+    described = describe_process(app(114687), gb10_proc, [JUPYTER])
+    assert (described["container_name"], described["container_running"], described["container_confirmed"]) == ("jupyter", True, None)
+
+
+def test_user_made_docker_scope_is_not_that_container(tmp_path: Path) -> None:
+    """ATTACK (issue 15): a user's GPU process in a cgroup they made and named docker-<jupyter's id>.scope was taken for
+    jupyter's, and the plan removed the jupyter container (remove_gpu_containers). docker's main process of jupyter is
+    elsewhere: not confirmed, not attributed."""
+    jupyter, attacker = GB10_PROCS[2], Proc(7777, ("python3", "mine.py"), USER_MADE_SCOPE, "python3", 1000, 990_001)
+    proc = make_proc(tmp_path / "proc", [jupyter, attacker])
+    described = describe_process(app(7777), proc, [JUPYTER], JUPYTER_MAIN)
+    assert (described["container_runtime"], described["container_id"]) == ("docker", JUPYTER_ID)
+    assert (described["container_name"], described["container_image"], described["container_running"]) == (None, None, None)
+    assert described["container_confirmed"] is False
+    assert describe_process(app(7777), proc, [JUPYTER])["container_running"] is None  # nor with docker not asked
+    # The real one is confirmed.
+    assert describe_process(app(114687), proc, [JUPYTER], JUPYTER_MAIN)["container_running"] is True
+
+
+@pytest.mark.parametrize(
+    "cgroup",
+    [
+        f"0::/user.slice/user-1000.slice/user@1000.service/app.slice/docker-{'e' * 64}.scope\n",
+        f"0::/user.slice/user-1000.slice/user@1000.service/docker/{'e' * 64}\n",
+        f"0::/system.slice/docker-{JUPYTER_ID[:12]}.scope\n",
+    ],
+)
+def test_user_made_docker_cgroup_of_no_container_is_not_a_gone_container(tmp_path: Path, cgroup: str) -> None:
+    """ATTACK (issue 15): a cgroup named like a docker container docker does not list was called a gone container, so
+    its process was ended as a worker that outlived its container. docker's daemon puts containers in neither a user's
+    service manager nor a scope named by a short id: unknown, not gone."""
+    proc = make_proc(tmp_path / "proc", [Proc(7777, ("python3",), cgroup, "python3", 1000, 990_001)])
+    described = describe_process(app(7777), proc, [JUPYTER], JUPYTER_MAIN)
+    assert (described["container_name"], described["container_running"]) == (None, None)
+
+
+def test_container_is_matched_by_its_full_id_only(tmp_path: Path) -> None:
+    """ATTACK (issue 15): a cgroup naming a short id was matched to the listed container whose id starts with it."""
+    proc = make_proc(tmp_path / "proc", [Proc(51, ("python3",), f"0::/system.slice/docker-{JUPYTER_ID[:12]}.scope\n", "python3", 10, 5)])
+    described = describe_process(app(51), proc, [JUPYTER], {JUPYTER_ID: 51})
+    assert (described["container_name"], described["container_running"]) == (None, None)
+
+
+def test_start_time_is_read_from_stat(tmp_path: Path) -> None:
+    """Issue 15: the process's identity is (pid, start time): process_end compares it before signalling."""
+    proc = make_proc(tmp_path / "proc", [Proc(51, ("python3",), "0::/system.slice/a.service\n", "python3", 10, 4_242_424), Proc(52, ("x",))])
+    assert describe_process(app(51), proc, None)["start_time"] == 4242424
+    assert describe_process(app(52), proc, None)["start_time"] is None  # no stat
+    assert describe_process(app(53), proc, None)["start_time"] is None  # gone
+
+
+SECRET_ARGV = (
+    "python3",
+    "-m",
+    "vllm.entrypoints.openai.api_server",
+    "--api-key",
+    "sk-live-0123456789",
+    "--hf-token=hf_AbCdEf0123",
+    "--port",
+    "8000",
+    "--token",
+    "tok-4567",
+    "--password",
+    "hunter2 with spaces",
+    "HF_TOKEN=hf_env_secret",
+    "OPENAI_API_KEY=sk-env-key",
+    "AWS_SECRET=aws-secret-value",
+    "DB_PASSWORD=db-pass-value",
+    "--redis-password=r3d1s-value",
+    "sh -c 'vllm serve model --api-key sk-in-shell --max-num-batched-tokens 8192'",
+    "--max-num-batched-tokens",
+    "8192",
+    "--tokenizer",
+    "Qwen/Qwen3",
+)
+SECRETS = ("sk-live-0123456789", "hf_AbCdEf0123", "tok-4567", "hunter2", "hf_env_secret", "sk-env-key", "aws-secret-value", "db-pass-value", "r3d1s-value")
+
+
+def test_secret_flag_values_are_redacted(tmp_path: Path) -> None:
+    """ATTACK (issue 15): gpu_info returned an old stack's --api-key sk-... (and tokens, passwords) into Ansible's output."""
+    proc = make_proc(tmp_path / "proc", [Proc(61, SECRET_ARGV, "0::/system.slice/vllm-old.service\n", "python3", 10, 7)])
+    described = describe_process(app(61), proc, None)
+    text = json.dumps(described)
+    leaked = [secret for secret in (*SECRETS, "sk-in-shell") if secret in text]
+    assert leaked == [], described["cmdline"]
+    assert described["cmdline"] == (
+        "python3 -m vllm.entrypoints.openai.api_server --api-key ******** --hf-token=******** --port 8000 --token ******** "
+        "--password ******** HF_TOKEN=******** OPENAI_API_KEY=******** AWS_SECRET=******** DB_PASSWORD=******** "
+        "--redis-password=******** sh -c 'vllm serve model --api-key ******** --max-num-batched-tokens 8192' "
+        "--max-num-batched-tokens 8192 --tokenizer Qwen/Qwen3"
+    )
 
 
 def test_container_of_another_runtime_is_not_called_gone(tmp_path: Path) -> None:
@@ -172,8 +293,13 @@ def test_collect_asks_nvidia_smi_then_docker_and_reports(gb10_proc: Path) -> Non
         calls.append("docker ps")
         return [JUPYTER]
 
-    report = collect(run, "/usr/bin/nvidia-smi", gb10_proc, containers, top_count=2)
-    assert calls == ["--query-gpu", "--query-compute-apps", "docker ps"]
+    def main_pids(ids: list[str]) -> dict[str, int]:
+        calls.append("docker container inspect " + " ".join(ids))
+        return JUPYTER_MAIN
+
+    report = collect(run, "/usr/bin/nvidia-smi", gb10_proc, containers, top_count=2, main_pids=main_pids)
+    assert calls == ["--query-gpu", "--query-compute-apps", "docker ps", f"docker container inspect {JUPYTER_ID}"]
+    assert report["processes"][2]["container_running"] is True
     assert report["unified_memory"] is True and report["used_mib"] == 18 + 6 + 19135 + 87212
     assert len(report["top_memory"]) == 2
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import struct
 import subprocess
 import sys
+import time
 import typing as t
 from pathlib import Path
 
 import pytest
+from ansible_collections.sparkops.inference.plugins.module_utils import _hf_snapshot
 from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot import (
     MAX_LISTED,
     SnapshotError,
@@ -504,6 +507,115 @@ def test_message_lists_the_first_twenty_problems(tmp_path: Path) -> None:
     assert message.startswith(f"{REPO_ID} at revision main is incomplete in {cache.snapshot} (quick check, 25 problems): ")
     assert shard_name(20, 25) in message and shard_name(21, 25) not in message
     assert message.endswith(f"; and {25 - MAX_LISTED} more")
+
+
+# --- hostile files (issue 15): each is corrupt, named, found fast; never an exception ---------------------------
+
+
+def safetensors_file(header: dict[str, t.Any] | bytes, data: bytes = b"") -> bytes:
+    """A safetensors file written by hand: the u64 length, the header (a dict as JSON, or raw bytes), the data."""
+    body = header if isinstance(header, bytes) else json.dumps(header).encode()
+    return struct.pack("<Q", len(body)) + body + data
+
+
+def nested(levels: int) -> bytes:
+    return b"[" * levels + b"]" * levels
+
+
+# The files of the review (the other modules' tests use them too): each raised out of check_snapshot before.
+HUGE_DIMS_SHARD = safetensors_file({"w": {"dtype": "F32", "shape": [10**30] * 11, "data_offsets": [0, 4]}}, b"\0" * 4)  # OverflowError
+DEEP_SHARD = safetensors_file(b'{"w": ' + nested(100_000) + b"}")  # RecursionError
+SLOW_SHARD = safetensors_file({"w": {"dtype": "F32", "shape": [10**30] * 80_000, "data_offsets": [0, 4]}}, b"\0" * 4)  # 2.6 MB: 105 s
+DEEP_CONFIG = b'{"architectures": ' + nested(100_000) + b"}"  # RecursionError
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (HUGE_DIMS_SHARD, "tensor 'w': shape holds 1000000000000000000000000000000, more than 64 bits hold (the reference reads it as a usize)"),
+        (DEEP_SHARD, "the header is nested too deeply for a JSON parser (a safetensors header is 3 levels deep)"),
+        (SLOW_SHARD, "tensor 'w': shape holds 1000000000000000000000000000000, more than 64 bits hold"),
+        (safetensors_file({"w": {"dtype": "F32", "shape": [2**32] * 3, "data_offsets": [0, 4]}}, b"\0" * 4), "tensor 'w': F32 [4294967296, "),
+        (struct.pack("<Q", 10**6) + b"{}", "truncated in the header: 10 bytes, the header alone needs 1000008"),
+        (struct.pack("<Q", 2**63) + b"{}", f"header length {2**63} is out of range"),
+    ],
+    ids=["dims-10e30", "deep-100000", "2.6MB-of-dims", "elements-overflow", "length-past-the-file", "length-2e63"],
+)
+def test_a_hostile_shard_is_corrupt_by_name(tmp_path: Path, content: bytes, reason: str) -> None:
+    files = model_files(tmp_path / "staging")
+    files[SHARD_2] = content
+    cache = build_cache(tmp_path, files=files)
+    start = time.monotonic()
+    report = check(cache)
+    assert time.monotonic() - start < 2.0
+    assert report.complete is False
+    assert [c.path for c in report.corrupt] == [SHARD_2]
+    assert report.corrupt[0].reason.startswith("bad safetensors file: " + reason), report.corrupt[0].reason
+    assert f": {SHARD_2}: bad safetensors file: " in report.message() and len(report.message()) < 1000
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [(b"1e400", "inf"), (b"NaN", "nan"), (b"-Infinity", "-inf"), (str(10**400).encode(), "100000000000000000...0000")],
+    ids=["1e400", "NaN", "-Infinity", "10e400"],
+)
+def test_an_index_total_size_past_any_file_only_warns(tmp_path: Path, text: bytes, shown: str) -> None:
+    """A total_size of 1e400 (JSON reads it as infinity) or NaN made an OverflowError or ValueError; 10**400 was taken as a size."""
+    files = model_files(tmp_path / "staging")
+    with_total_size(files, 424242)
+    files[INDEX] = files[INDEX].replace(b"424242", text)
+    report = check(build_cache(tmp_path, files=files))
+    assert report.complete is True, report.problems
+    assert report.index_total_size is None and report.index_total_size_matches is None
+    assert len(report.warnings) == 1 and report.warnings[0].startswith(f"{INDEX}: metadata.total_size is {shown}")
+    assert report.warnings[0].endswith(", not a byte count; no loader reads it, so the snapshot still loads") and len(report.warnings[0]) < 300
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("config.json", DEEP_CONFIG, "not a readable JSON file: nested more than 64 levels deep"),
+        ("config.json", b'{"quantization_config": ' + nested(65) + b"}", "not a readable JSON file: nested more than 64 levels deep"),
+        (INDEX, b'{"weight_map": {"w": "a"}, "metadata": ' + nested(100_000) + b"}", "not a valid safetensors index: nested more than 64 levels deep"),
+        (INDEX, b'{"weight_map": {"w": ' + nested(60) + b"}}", "not a valid safetensors index: weight_map maps 'w' to [[[[...]]]], not a file of the snapshot"),
+    ],
+    ids=["config-100000-deep", "config-66-deep", "index-100000-deep", "index-shard-a-list"],
+)
+def test_hostile_json_is_corrupt_by_name(tmp_path: Path, name: str, content: bytes, reason: str) -> None:
+    files = model_files(tmp_path / "staging")
+    files[name] = content
+    report = check(build_cache(tmp_path, files=files))
+    assert report.complete is False
+    assert [c.as_dict() for c in report.corrupt] == [{"path": name, "reason": reason}]
+
+
+@pytest.mark.parametrize("name", ["config.json", INDEX])
+def test_a_json_file_over_the_size_cap_is_corrupt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """64 MiB at full size (a real index of ~300k tensors is ~25 MB); lowered here so that the test writes a small file."""
+    monkeypatch.setattr(_hf_snapshot, "MAX_JSON_FILE_BYTES", 1000)
+    files = model_files(tmp_path / "staging")
+    files[name] = files[name][:-1] + b" " * 1000 + b"}"
+    report = check(build_cache(tmp_path, files=files))
+    assert report.complete is False
+    what = "not a readable JSON file" if name == "config.json" else "not a valid safetensors index"
+    assert [c.as_dict() for c in report.corrupt] == [{"path": name, "reason": f"{what}: larger than 1000 bytes, which no real config or index comes near"}]
+
+
+def test_a_config_as_deep_as_the_cap_is_read(tmp_path: Path) -> None:
+    files = model_files(tmp_path / "staging")
+    files["config.json"] = b'{"architectures": ["X"], "quantization_config": ' + nested(63) + b"}"
+    report = check(build_cache(tmp_path, files=files))
+    assert report.complete is True, report.problems
+    assert report.architectures == ["X"]
+
+
+def test_hostile_architectures_are_listed_short(tmp_path: Path) -> None:
+    files = model_files(tmp_path / "staging")
+    files["config.json"] = json.dumps({"architectures": ["X", 10**300, "y" * 100_000]}).encode()
+    report = check(build_cache(tmp_path, files=files))
+    assert report.complete is True, report.problems
+    assert report.architectures is not None and report.architectures[0] == "X" and report.architectures[2] == "y" * 100_000
+    assert len(report.architectures[1]) < 60
 
 
 # --- full mode and the manifest ----------------------------------------------------------------------------------

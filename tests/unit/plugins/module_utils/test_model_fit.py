@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import signal
 import typing as t
 
 import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._model_fit import (
     GIB,
     Cluster,
+    Verdict,
     largest_stage_layers,
     plan_fit,
     shape_from_config,
@@ -137,3 +139,82 @@ def test_an_unknown_architecture_warns_with_what_was_not_checked() -> None:
     assert verdict.fits
     assert "config.json names no architecture" in verdict.warnings[0]
     assert any("the split was not checked" in w for w in verdict.warnings) and any("the KV cache was not sized" in w for w in verdict.warnings)
+
+
+# --- hostile config.json (issue 15): a problem naming the field, found fast; never an exception ------------------------
+
+
+def fit_fast(config: dict[str, t.Any], weights: int = WEIGHTS, seconds: float = 2.0, **kwargs: t.Any) -> Verdict:
+    """plan_fit(shape_from_config(...)), which must return within ``seconds`` (an alarm ends a loop that would not)."""
+
+    def too_long(signum: int, frame: t.Any) -> None:
+        raise TimeoutError(f"plan_fit still running after {seconds}s")
+
+    previous = signal.signal(signal.SIGALRM, too_long)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return plan_fit(shape_from_config(config, weights), cluster(**kwargs))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+MAX = "(at most 9223372036854775807, 64 bits)"
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"num_attention_heads": 10**30}, f"num_attention_heads is 1000000000000000000000000000000, more than any model has {MAX}"),
+        ({"max_position_embeddings": 10**400}, f"max_position_embeddings is an integer of 1329 bits, more than any model has {MAX}"),
+        ({"hidden_size": float("inf"), "head_dim": None}, "hidden_size is inf (a float), not an integer"),  # 1e400 in the JSON
+        ({"head_dim": float("nan")}, "head_dim is nan (a float), not an integer"),
+        ({"num_hidden_layers": "48"}, "num_hidden_layers is '48' (a string), not an integer"),
+        ({"num_key_value_heads": [4]}, "num_key_value_heads is a JSON array, not an integer"),
+        ({"num_attention_heads": {"q": 32}}, "num_attention_heads is a JSON object, not an integer"),
+        ({"num_hidden_layers": True}, "num_hidden_layers is True (a bool), not an integer"),
+        (
+            {"num_hidden_layers": "x" * 10**6},
+            "num_hidden_layers is 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (a string), not an integer",
+        ),
+    ],
+    ids=[
+        "heads-10e30",
+        "context-10e400",
+        "hidden-1e400",
+        "head-dim-nan",
+        "layers-a-string",
+        "kv-heads-a-list",
+        "heads-an-object",
+        "layers-a-bool",
+        "a-long-string",
+    ],
+)
+def test_a_hostile_figure_is_a_problem_naming_it(change: dict[str, t.Any], problem: str) -> None:
+    verdict = fit_fast({**CONFIG, **change})
+    assert not verdict.fits
+    assert verdict.problems == [f"config.json is corrupt: {problem}"]
+    assert "the split and the memory were not checked: the model's figures are corrupt" in verdict.warnings
+
+
+def test_a_hostile_figure_of_a_multimodal_model_names_text_config() -> None:
+    verdict = fit_fast({"architectures": ["X"], "text_config": {**CONFIG, "num_attention_heads": -(10**30), "head_dim": 1e300}})
+    assert verdict.problems == ["config.json is corrupt: text_config.head_dim is 1e+300 (a float), not an integer"]
+
+
+def test_huge_heads_that_tp_does_not_divide_are_answered_at_once() -> None:
+    """10**18 + 1 heads (a 64-bit integer): the divisors were looked for among all of them (a loop of 10**18)."""
+    verdict = fit_fast({**CONFIG, "num_attention_heads": 10**18 + 1, "num_key_value_heads": 2}, mem_total={"spark-0": 10**15, "spark-1": 10**15})
+    assert any(p.endswith("attention heads (vLLM refuses it); sizes that do: 1") for p in verdict.problems), verdict.problems
+
+
+def test_weights_past_64_bits_are_a_problem() -> None:
+    verdict = fit_fast(CONFIG, weights=10**400)
+    assert verdict.problems == [f"the model's weight bytes are an integer of 1329 bits, more than any model has (at most {2**64 - 1}, 64 bits)"]
+
+
+@pytest.mark.parametrize("architectures", [5, True, {"a": 1}, "LlamaForCausalLM", [["X"]]])
+def test_architectures_that_are_not_a_list_of_names(architectures: t.Any) -> None:
+    verdict = fit_fast({**CONFIG, "architectures": architectures})
+    assert verdict.fits, verdict.problems
+    assert "config.json names no architecture" in verdict.warnings[0]

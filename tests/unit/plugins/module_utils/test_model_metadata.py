@@ -54,6 +54,14 @@ from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_c
     model_files,
     shard_name,
 )
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_hf_snapshot import (
+    DEEP_CONFIG,
+    DEEP_SHARD,
+    HUGE_DIMS_SHARD,
+    SLOW_SHARD,
+    nested,
+    safetensors_file,
+)
 from line_follower import follow
 from safetensors.numpy import save_file
 
@@ -629,3 +637,111 @@ def test_no_safetensors() -> None:
     )
     with pytest.raises(MetadataError, match="no safetensors weights at commit"):
         from_hub("acme/m", "main", endpoint="https://hub", opener=opener)
+
+
+# --- hostile answers and files (issue 15): a MetadataError or a warning naming the file, never another exception ------
+
+HUB = "https://hub"
+GOOD_SHARD = safetensors_file({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8)
+
+
+def fake_hub(files: dict[str, bytes], listing: bytes | None = None) -> FakeOpener:
+    """acme/m at COMMIT on a Hub holding ``files`` (ranges answered), listed by ``listing`` (raw JSON) if given."""
+    entries = [{"type": "file", "path": path, "size": len(data), "oid": "x"} for path, data in files.items()]
+
+    def ranged(data: bytes) -> t.Callable[[Mapping[str, str]], Answer]:
+        def answer(headers: Mapping[str, str]) -> Answer:
+            if "Range" not in headers:
+                return Answer(200, data)
+            first, last = map(int, headers["Range"].removeprefix("bytes=").split("-"))
+            return Answer(206, data[first : last + 1])
+
+        return answer
+
+    routes = {f"{HUB}/acme/m/resolve/{COMMIT}/{path}": ranged(data) for path, data in files.items()}
+    routes[f"{HUB}/api/models/acme/m/revision/main"] = lambda headers: Answer(200, json.dumps({"sha": COMMIT}).encode())
+    routes[f"{HUB}/api/models/acme/m/tree/{COMMIT}?recursive=true"] = lambda headers: Answer(200, listing or json.dumps(entries).encode())
+    return FakeOpener(routes)
+
+
+def hub_metadata(files: dict[str, bytes], listing: bytes | None = None, seconds: float = 2.0) -> ModelMetadata:
+    start = time.monotonic()
+    try:
+        return from_hub("acme/m", "main", endpoint=HUB, opener=fake_hub(files, listing))
+    finally:
+        assert time.monotonic() - start < seconds
+
+
+CONFIG = b'{"architectures": ["X"], "num_hidden_layers": 2}'
+
+
+def test_the_fake_hub_answers() -> None:
+    metadata = hub_metadata({"config.json": CONFIG, "model.safetensors": GOOD_SHARD})
+    assert (metadata.weight_bytes, metadata.architecture, metadata.warnings) == (8, "X", [])
+
+
+@pytest.mark.parametrize(
+    ("shard", "message"),
+    [
+        (HUGE_DIMS_SHARD, "model.safetensors: bad safetensors header: tensor 'w': shape holds 1000000000000000000000000000000, more than 64 bits hold"),
+        (DEEP_SHARD, "model.safetensors: bad safetensors header: the header is nested too deeply for a JSON parser"),
+        (SLOW_SHARD, "model.safetensors: bad safetensors header: tensor 'w': shape holds 1000000000000000000000000000000, more than 64 bits hold"),
+    ],
+    ids=["dims-10e30", "deep-100000", "2.6MB-of-dims"],
+)
+def test_a_hostile_header_on_the_hub_is_named(shard: bytes, message: str) -> None:
+    with pytest.raises(MetadataError) as raised:
+        hub_metadata({"config.json": CONFIG, "model.safetensors": shard})
+    assert message in str(raised.value) and len(str(raised.value)) < 600
+
+
+def test_a_header_over_the_cap_is_not_fetched() -> None:
+    """The 8-byte length says 80 MB (under the reference's 100 MB, over our 64 MiB): the header itself is never asked for."""
+    opener = fake_hub({"config.json": CONFIG})
+    url = f"{HUB}/acme/m/resolve/{COMMIT}/model.safetensors"
+    opener.routes[url] = lambda headers: Answer(206, struct.pack("<Q", 80_000_000))
+    client = HubClient("acme/m", "main", endpoint=HUB, opener=opener)
+    with pytest.raises(MetadataError, match="model.safetensors: safetensors header length 80000000 is out of range for a file of 10000000000 bytes"):
+        client.header_bytes(COMMIT, RepoFile("model.safetensors", 10**10))
+    assert [headers["Range"] for called, headers in opener.calls if called == url] == ["bytes=0-7"]
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"config.json": DEEP_CONFIG}, f"GET /acme/m/resolve/{COMMIT}/config.json: the answer is nested more than 64 levels deep"),
+        ({"config.json": b'{"a": ' + nested(65) + b"}"}, "config.json: the answer is nested more than 64 levels deep"),
+        ({"config.json": CONFIG, INDEX: b'{"weight_map": ' + nested(100_000) + b"}"}, f"{INDEX}: the answer is nested more than 64 levels deep"),
+    ],
+    ids=["config-100000-deep", "config-66-deep", "index-100000-deep"],
+)
+def test_hostile_json_on_the_hub_is_named(files: dict[str, bytes], message: str) -> None:
+    with pytest.raises(MetadataError) as raised:
+        hub_metadata({**files, "model.safetensors": GOOD_SHARD})
+    assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("size", [b"1e400", b"NaN", str(2**64).encode()])
+def test_a_listed_size_past_any_file_is_refused(size: bytes) -> None:
+    """1e400 (infinity) made an OverflowError, NaN a ValueError."""
+    listing = b'[{"type": "file", "path": "config.json", "size": ' + size + b', "oid": "x"}]'
+    with pytest.raises(MetadataError, match="an entry without a path or size"):
+        hub_metadata({"config.json": CONFIG}, listing)
+
+
+@pytest.mark.parametrize(("total", "shown"), [(b"1e400", "inf"), (b"NaN", "nan"), (str(10**400).encode(), "100000000000000000...0000000000000000000")])
+def test_an_index_total_size_past_any_file_falls_back_to_the_headers(total: bytes, shown: str) -> None:
+    index = b'{"metadata": {"total_size": ' + total + b'}, "weight_map": {"w": "model.safetensors"}}'
+    metadata = hub_metadata({"config.json": CONFIG, INDEX: index, "model.safetensors": GOOD_SHARD})
+    assert metadata.weight_bytes == 8
+    assert metadata.warnings == [f"{INDEX}'s metadata.total_size is {shown}, not a byte count: the weight bytes were read from the 1 shards' headers"]
+
+
+def test_a_hostile_cache_does_not_answer_and_says_why(tmp_path: Path) -> None:
+    files = model_files(tmp_path / "staging")
+    files["config.json"] = DEEP_CONFIG
+    files[shard_name(2, 3)] = HUGE_DIMS_SHARD
+    cache = build_cache(tmp_path, files=files)
+    result, reason = from_cache(REPO_ID, "main", str(cache.cache_dir))
+    assert result is None
+    assert reason == "config.json: not a readable JSON file: nested more than 64 levels deep"

@@ -339,3 +339,84 @@ def test_process_gone_before_signal_is_gone(tmp_path: Path) -> None:
 
     result = end_processes([4100], 2, proc_root=tmp_path, kill=kill, own_pid=10, parent_pid=9)
     assert (result.ended, result.gone, result.failures) == ([], [4100], [])
+
+
+# identity: (pid, start time), as gpu_info read it (issue 15)
+
+
+def test_pid_reused_by_a_process_of_the_same_base_name_is_not_ended(tmp_path: Path) -> None:
+    """ATTACK (issue 15): the name guard compares base names, so a pid reused by another ``python3`` (a user's job that
+    got the pid of a vLLM worker ended meanwhile) was ended. The start time gpu_info read tells them apart."""
+    fake_process(tmp_path, 4100, ["/home/alice/venv/bin/python3", "train.py"], "python3", start_time=9000)
+    sent: list[tuple[int, int]] = []
+    result = end_processes(
+        [4100],
+        2,
+        expect_names={4100: "/usr/bin/python3"},
+        expect_start_times={4100: 5000},
+        proc_root=tmp_path,
+        kill=lambda pid, sig: sent.append((pid, sig)),
+        own_pid=10,
+        parent_pid=9,
+    )
+    assert sent == []
+    assert result.ended == []
+    assert result.skipped == [
+        {
+            "pid": 4100,
+            "name": "/home/alice/venv/bin/python3",
+            "expected_start_time": 5000,
+            "start_time": 9000,
+            "reason": "pid 4100 started at 9000, not 5000 (clock ticks after boot): another process has the pid (pid reused)",
+        }
+    ]
+    assert result.diff["after"] == "4100 /home/alice/venv/bin/python3\n"
+
+
+def test_matching_start_time_is_ended(tmp_path: Path) -> None:
+    fake_process(tmp_path, 4100, ["/usr/bin/python3"], "python3", start_time=5000)
+    clock = FakeClock()
+    sent: list[tuple[int, int]] = []
+
+    def kill(pid: int, sig: int) -> None:
+        sent.append((pid, sig))
+        (tmp_path / "4100" / "stat").write_text(stat_line(4100, "python3", "Z", 5000), encoding="utf-8")
+
+    result = end_processes(
+        [4100], 2, expect_start_times={4100: 5000}, proc_root=tmp_path, kill=kill, clock=clock.clock, sleep=clock.sleep, own_pid=10, parent_pid=9
+    )
+    assert sent == [(4100, signal.SIGTERM)]
+    assert result.ended == [{"pid": 4100, "name": "/usr/bin/python3", "signal": "SIGTERM"}]
+
+
+def test_pid_unseen_when_looked_up_is_not_ended(tmp_path: Path) -> None:
+    """gpu_info could not read the process (start time null): whatever has the pid now is another process."""
+    fake_process(tmp_path, 4100, ["/usr/bin/python3"], "python3", start_time=5000)
+    sent: list[tuple[int, int]] = []
+    result = end_processes(
+        [4100], 2, expect_start_times={4100: None}, proc_root=tmp_path, kill=lambda pid, sig: sent.append((pid, sig)), own_pid=10, parent_pid=9
+    )
+    assert sent == []
+    assert result.skipped[0]["reason"] == "pid 4100 was not running when it was looked up: '/usr/bin/python3' has the pid now (pid reused)"
+
+
+def test_unreadable_start_time_is_not_ended(tmp_path: Path) -> None:
+    fake_process(tmp_path, 4100, ["/usr/bin/python3"], "python3", start_time=5000)
+    (tmp_path / "4100" / "stat").unlink()
+    sent: list[tuple[int, int]] = []
+    result = end_processes(
+        [4100], 2, expect_start_times={4100: 5000}, proc_root=tmp_path, kill=lambda pid, sig: sent.append((pid, sig)), own_pid=10, parent_pid=9
+    )
+    assert sent == []
+    assert result.skipped[0]["reason"] == "pid 4100: its start time cannot be read, so it cannot be told from another process with the pid"
+
+
+def test_parse_expect_start_times() -> None:
+    from ansible_collections.sparkops.inference.plugins.module_utils._process_end import parse_expect_start_times
+
+    assert parse_expect_start_times({"4100": 5000, 4101: "77", " 7 ": None}) == {4100: 5000, 4101: 77, 7: None}
+    assert parse_expect_start_times(None) == {}
+    with pytest.raises(ProcessEndError, match="expect_start_times key 'vllm' is not a pid"):
+        parse_expect_start_times({"vllm": 5})
+    with pytest.raises(ProcessEndError, match="expect_start_times value 'soon' for pid 4100 is not a start time"):
+        parse_expect_start_times({"4100": "soon"})

@@ -90,6 +90,20 @@ def test_own_pattern_in_a_user_unit_is_remaining() -> None:
     assert verdict(gb10([user]), Settings())["remaining"] == [user]
 
 
+def test_own_container_memory_counts_as_available() -> None:
+    """Issue 15: with the docker runtime the collection's own vLLM/Ray run in their containers' scopes, not in the
+    sparkops-* units; kept by the plan, they must count as the collection's own here too, not as GPU memory left."""
+    vllm_id = "a91c7e2d44b05f3e6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b"
+    vllm = {"pid": 3200, "name": "VLLM::EngineCore", "used_mib": 80000, "unit": f"docker-{vllm_id}.scope", "user_unit": False}
+    vllm |= {"container_id": vllm_id, "container_name": "sparkops-vllm", "container_running": True}
+    result = verdict(gb10([vllm], available=30000), Settings(), min_available_fraction=0.8)
+    assert (result["ok"], result["own_used_mib"], result["remaining"]) == (True, 80000, [])
+    assert verdict(gb10([vllm]), Settings(include_own=True))["remaining"] == [vllm]
+    # A name docker did not confirm (gpu_info reports no name then), or a gone container, is not the collection's own.
+    gone = {**vllm, "container_running": False}
+    assert verdict(gb10([gone]), Settings())["remaining"] == [gone]
+
+
 def test_both_problems() -> None:
     result = verdict(gb10([JUPYTER], available=1000), Settings(), min_available_mib=2000)
     assert result["problems"] == [

@@ -149,6 +149,81 @@ def test_configured_own_pattern_is_never_in_units() -> None:
     result = run([proc(501, "ray::IDLE", "sparkops-ray-head.service")], units=["sparkops-*", "sparkops-vllm"])
     assert (result["units"], result["units_absent"], result["own_units"]) == ([], [], [])
     assert result["kept"][0]["why"] == "own"
+    # The pattern is reported; the exact name is an error the role fails on, naming gpu_reclaim_units.
+    assert result["units_protected"] == [
+        {"unit": "sparkops-ray-head.service", "configured": "sparkops-*"},
+        {"unit": "sparkops-vllm.service", "configured": "sparkops-*"},
+    ]
+    assert result["units_protected_named"] == ["sparkops-vllm"]
+
+
+# Host units a configured pattern may match (issue 15): remote access, the network, the bus, the container engines,
+# the collection's own, consoles and cron must never be stopped and disabled.
+HOST_SERVICES: dict[str, dict[str, str]] = {
+    name: {"name": name, **svc()}
+    for name in (
+        "ssh.service",
+        "sshd.service",
+        "systemd-journald.service",
+        "systemd-logind.service",
+        "systemd-networkd.service",
+        "systemd-resolved.service",
+        "dbus.service",
+        "networking.service",
+        "NetworkManager.service",
+        "docker.service",
+        "containerd.service",
+        "podman.service",
+        "sparkops-vllm.service",
+        "sparkops-ray-head.service",
+        "getty@tty1.service",
+        "serial-getty@ttyS0.service",
+        "cron.service",
+        "atd.service",
+        "nvidia-persistenced.service",
+        "snapd.service",
+        "spark-old-stack.service",
+        "nim-old.service",
+    )
+}
+
+
+def test_glob_pattern_never_plans_protected_units() -> None:
+    """ATTACK (issue 15): gpu_reclaim_units ['s*'] stopped and disabled ssh, systemd-*, the collection's own units."""
+    result = run([], HOST_SERVICES, units=["s*", "n*", "*d", "*"])
+    planned = set(result["units"])
+    assert planned == {"snapd.service", "spark-old-stack.service", "nim-old.service"}, sorted(planned)
+    protected = {p["unit"] for p in result["units_protected"]}
+    assert {"ssh.service", "sshd.service", "systemd-journald.service", "sparkops-vllm.service", "networking.service"} <= protected
+    assert {"NetworkManager.service", "nvidia-persistenced.service", "dbus.service", "docker.service", "getty@tty1.service"} <= protected
+    assert {"cron.service", "atd.service", "containerd.service", "podman.service", "serial-getty@ttyS0.service"} <= protected
+    assert {"unit": "ssh.service", "configured": "s*"} in result["units_protected"]
+    assert not planned & protected
+    assert result["units_protected_named"] == []  # patterns are reported, not an error
+    assert result["units_absent"] == []
+
+
+@pytest.mark.parametrize("configured", ["ssh", "sshd.service", "systemd-journald", "dbus", "NetworkManager", "docker", "containerd", "sparkops-vllm", "cron"])
+def test_protected_unit_named_exactly_is_an_error(configured: str) -> None:
+    """ATTACK (issue 15): a protected unit named exactly is never planned, and is an error (the role fails naming
+    gpu_reclaim_units), whether the host has it or not."""
+    result = run([], HOST_SERVICES, units=[configured, "spark-old-stack"])
+    assert result["units"] == ["spark-old-stack.service"]
+    assert result["units_protected_named"] == [configured]
+    assert result["units_absent"] == []
+
+
+def test_protected_named_unit_the_host_lacks_is_an_error_too() -> None:
+    result = run([], {}, units=["sshd"])
+    assert (result["units"], result["units_protected_named"], result["units_absent"]) == ([], ["sshd"], [])
+
+
+@pytest.mark.parametrize("unit", ["NetworkManager.service", "systemd-networkd.service", "nvidia-persistenced.service", "podman.service", "dbus.service"])
+def test_unknown_consumer_in_a_protected_unit_is_ended_never_the_unit_stopped(unit: str) -> None:
+    """ATTACK (issue 15): end_unknown_consumers stopped and disabled NetworkManager (not in the old list) to free GPU memory."""
+    result = run([proc(6100, "python3", unit)], HOST_SERVICES, end_unknown_consumers=True)
+    assert result["units"] == []
+    assert result["processes"] == [{"pid": 6100, "name": "python3", "why": "unknown consumer", "start_time": None}]
 
 
 def test_absent_configured_unit() -> None:
@@ -190,11 +265,22 @@ def test_configured_container_by_name() -> None:
     assert result["refused"] == []
 
 
-def test_configured_container_by_id_prefix() -> None:
+def test_configured_container_by_full_id() -> None:
     process = proc(3101, "python3", f"docker-{VLLM_ID}.scope", container_id=VLLM_ID, container_name="vllm_node", container_running=True)
-    result = run([process], containers=[VLLM_ID[:12]], remove_gpu_containers=False)
-    assert result["containers"] == [VLLM_ID[:12]]
-    assert hows(result) == {3101: f"removing container {VLLM_ID[:12]}"}
+    result = run([process], containers=[VLLM_ID], remove_gpu_containers=False)
+    assert result["containers"] == [VLLM_ID]
+    assert hows(result) == {3101: f"removing container {VLLM_ID}"}
+
+
+@pytest.mark.parametrize("configured", [VLLM_ID[:12], VLLM_ID[:4], "a91c7e2d"])
+def test_configured_id_prefix_or_hex_name_does_not_match_a_container(configured: str) -> None:
+    """ATTACK (issue 15): an entry of gpu_reclaim_containers that names no container (an old name made of hex digits, a
+    short id) must not take another container by id prefix: only an exact name or the full 64-hex id matches."""
+    process = proc(3101, "python3", f"docker-{VLLM_ID}.scope", container_id=VLLM_ID, container_name="vllm_node", container_running=True)
+    result = run([process], containers=[configured], remove_gpu_containers=False)
+    assert hows(result) == {}
+    assert [(p["pid"], p["why"]) for p in result["refused"]] == [(3101, "unknown consumer")]
+    assert result["containers"] == [configured]  # still handed to container_remove, which matches it exactly (absent)
 
 
 def test_configured_container_is_removed_even_without_gpu_process() -> None:
@@ -224,6 +310,54 @@ def test_unconfigured_running_container_refused_without_remove_gpu_containers() 
     assert "container jupyter" in result["refused_table"]
 
 
+def test_own_container_is_never_removed() -> None:
+    """ATTACK (issue 15): with the docker runtime the collection's own vLLM runs in container sparkops-vllm (in its docker
+    scope, not in sparkops-vllm.service): every rerun planned it for removal (remove_gpu_containers)."""
+    vllm = proc(3200, "VLLM::EngineCore", f"docker-{VLLM_ID}.scope", 80000, container_id=VLLM_ID, container_name="sparkops-vllm", container_running=True)
+    ray = proc(3300, "ray::IDLE", f"docker-{OTHER_ID}.scope", 900, container_id=OTHER_ID, container_name="sparkops-ray", container_running=True)
+    for settings in ({}, {"end_unknown_consumers": True}, {"end_leftover_processes": True}):
+        result = run([vllm, ray], **settings)
+        assert (result["containers"], result["processes"], result["units"], result["refused"]) == ([], [], [], []), settings
+        assert [(p["pid"], p["why"]) for p in result["kept"]] == [(3200, "own"), (3300, "own")]
+        assert result["nothing_to_do"] is True
+
+
+def test_own_container_configured_is_an_error_and_not_planned() -> None:
+    """ATTACK (issue 15): gpu_reclaim_containers naming the collection's own container (by name or full id)."""
+    vllm = proc(3200, "VLLM::EngineCore", f"docker-{VLLM_ID}.scope", container_id=VLLM_ID, container_name="sparkops-vllm", container_running=True)
+    result = run([vllm], containers=["sparkops-ray", VLLM_ID, "vllm_node"])
+    assert result["containers"] == ["vllm_node"]
+    assert result["containers_protected_named"] == ["sparkops-ray", VLLM_ID]
+    assert result["kept"][0]["why"] == "own"
+
+
+def test_own_container_with_include_own_stops_its_unit_not_the_container() -> None:
+    services = {**SERVICES, "sparkops-ray-worker.service": {"name": "sparkops-ray-worker.service", **svc("stopped", "disabled")}}
+    vllm = proc(3200, "VLLM::EngineCore", f"docker-{VLLM_ID}.scope", container_id=VLLM_ID, container_name="sparkops-vllm", container_running=True)
+    ray = proc(3300, "ray::IDLE", f"docker-{OTHER_ID}.scope", container_id=OTHER_ID, container_name="sparkops-ray", container_running=True)
+    result = run([vllm, ray], services, include_own=True)
+    assert result["containers"] == []
+    # sparkops-ray runs in the head's unit here (the worker unit is stopped): the running own unit named for it.
+    assert result["own_units"] == ["sparkops-vllm.service", "sparkops-ray-head.service"]
+    assert hows(result) == {3200: "stopping own unit sparkops-vllm.service", 3300: "stopping own unit sparkops-ray-head.service"}
+
+
+def test_own_container_with_include_own_and_no_unit_is_refused() -> None:
+    vllm = proc(3200, "VLLM::EngineCore", f"docker-{VLLM_ID}.scope", container_id=VLLM_ID, container_name="sparkops-vllm", container_running=True)
+    result = run([vllm], {}, include_own=True)
+    assert (result["containers"], result["own_units"]) == ([], [])
+    assert [(p["pid"], p["why"]) for p in result["refused"]] == [(3200, "own container sparkops-vllm, run by no own unit")]
+
+
+def test_container_not_confirmed_by_docker_is_not_removed() -> None:
+    """gpu_info could not confirm the container from docker (container_running None, container_confirmed False)."""
+    process = {**proc(4000, "python", f"docker-{OTHER_ID}.scope", container_id=OTHER_ID), "container_confirmed": False}
+    result = run([process], end_leftover_processes=True)
+    assert (result["containers"], result["processes"]) == ([], [])
+    assert result["refused"][0]["why"] == "unknown consumer"
+    assert result["refused_table"].splitlines()[1].endswith(f"container {OTHER_ID[:12]}, not confirmed by docker")
+
+
 def test_container_of_unknown_state_is_not_removed_through_docker() -> None:
     """container_running None: docker was not asked, or the container is podman's/containerd's."""
     process = proc(4000, "VLLM::EngineCore", f"libpod-{OTHER_ID}.scope", container_id=OTHER_ID, container_running=None)
@@ -246,7 +380,7 @@ def test_container_gone_is_a_leftover_refused_by_default() -> None:
 def test_container_gone_is_ended_with_end_leftover_processes() -> None:
     process = proc(3101, "VLLM::Worker", f"docker-{VLLM_ID}.scope", container_id=VLLM_ID, container_running=False)
     result = run([process], end_leftover_processes=True)
-    assert result["processes"] == [{"pid": 3101, "name": "VLLM::Worker", "why": "outlived its container"}]
+    assert result["processes"] == [{"pid": 3101, "name": "VLLM::Worker", "why": "outlived its container", "start_time": None}]
     assert hows(result) == {3101: "ending pid 3101 (outlived its container)"}
     assert result["containers"] == []
 
@@ -255,13 +389,13 @@ def test_ray_worker_in_a_session_scope_is_a_leftover() -> None:
     worker = proc(7001, "ray::RayWorkerWrapper", "session-5.scope", 4000)
     assert run([worker])["refused"][0]["why"] == "leftover (end_leftover_processes is off)"
     result = run([worker], end_leftover_processes=True)
-    assert result["processes"] == [{"pid": 7001, "name": "ray::RayWorkerWrapper", "why": "leftover"}]
+    assert result["processes"] == [{"pid": 7001, "name": "ray::RayWorkerWrapper", "why": "leftover", "start_time": None}]
     assert result["refused"] == []
 
 
 def test_leftover_by_command_line() -> None:
     api = proc(7002, "python3", "session-5.scope", cmdline="python3 -m vllm.entrypoints.openai.api_server --port 8000")
-    assert run([api], end_leftover_processes=True)["processes"] == [{"pid": 7002, "name": "python3", "why": "leftover"}]
+    assert run([api], end_leftover_processes=True)["processes"] == [{"pid": 7002, "name": "python3", "why": "leftover", "start_time": None}]
 
 
 def test_leftover_pattern_in_a_service_is_not_a_leftover() -> None:
@@ -289,7 +423,17 @@ def test_end_unknown_consumers_stops_the_service() -> None:
 
 def test_end_unknown_consumers_ends_a_process_in_no_service() -> None:
     result = run([proc(5150, "python3", "session-9.scope"), proc(5151, "python3", None)], end_unknown_consumers=True)
-    assert result["processes"] == [{"pid": 5150, "name": "python3", "why": "unknown consumer"}, {"pid": 5151, "name": "python3", "why": "unknown consumer"}]
+    assert result["processes"] == [
+        {"pid": 5150, "name": "python3", "why": "unknown consumer", "start_time": None},
+        {"pid": 5151, "name": "python3", "why": "unknown consumer", "start_time": None},
+    ]
+
+
+def test_processes_to_end_carry_their_start_time() -> None:
+    """ATTACK (issue 15): process_end is handed (pid, start time) as gpu_info read them, so a reused pid is never ended."""
+    worker = {**proc(7001, "ray::RayWorkerWrapper", "session-5.scope"), "start_time": 812345}
+    result = run([worker], end_leftover_processes=True)
+    assert result["processes"] == [{"pid": 7001, "name": "ray::RayWorkerWrapper", "why": "leftover", "start_time": 812345}]
     assert result["units"] == []
 
 

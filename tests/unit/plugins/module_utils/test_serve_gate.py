@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 import typing as t
 from pathlib import Path
 
@@ -16,7 +17,16 @@ import yaml
 from ansible_collections.sparkops.inference.plugins.module_utils._node_checks import SHIPPED_MODULES, memory_facts, snapshot_facts
 from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster import NODE_TASK_SCRIPT
 from ansible_collections.sparkops.inference.plugins.module_utils._serve_gate import GateConfigError, GateSettings, main, run_gates
-from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_cache_factory import COMMIT, OTHER_COMMIT, REPO_ID, HubCache, build_cache
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_cache_factory import (
+    COMMIT,
+    OTHER_COMMIT,
+    REPO_ID,
+    HubCache,
+    build_cache,
+    model_files,
+    shard_name,
+)
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_hf_snapshot import DEEP_CONFIG, DEEP_SHARD, HUGE_DIMS_SHARD, SLOW_SHARD
 from fake_clock import FakeClock
 
 NODES = {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12"}
@@ -420,3 +430,54 @@ def test_the_role_installs_every_module_util_the_gate_imports() -> None:
     assert "_node_checks" in needed
     # The lib may hold more (other commands the role installs run from it too).
     assert sorted(f"{name}.py" for name in needed if f"{name}.py" not in role_vars["__vllm_serve_gate_utils"]) == []
+
+
+# --- hostile model files and settings (issue 15): the gate fails with a line naming what is wrong, never a traceback ---
+
+
+@pytest.mark.parametrize(
+    ("shard", "reason"),
+    [
+        (HUGE_DIMS_SHARD, "bad safetensors file: tensor 'w': shape holds 1000000000000000000000000000000, more than 64 bits hold"),
+        (DEEP_SHARD, "bad safetensors file: the header is nested too deeply"),
+        (SLOW_SHARD, "bad safetensors file: tensor 'w': shape holds 1000000000000000000000000000000, more than 64 bits hold"),
+    ],
+    ids=["dims-10e30", "deep-100000", "2.6MB-of-dims"],
+)
+def test_the_snapshot_gate_fails_on_a_hostile_shard_naming_it(tmp_path: Path, shard: bytes, reason: str) -> None:
+    files = model_files(tmp_path / "staging")
+    files[shard_name(2, 3)] = shard
+    cache = build_cache(tmp_path, files=files)
+    start = time.monotonic()
+    results = run_gates(settings(str(cache.cache_dir), gates=["snapshot", "memory"]), read=lambda _p: meminfo(95_000))
+    assert time.monotonic() - start < 2.0
+    assert [(r.name, r.ok) for r in results] == [("snapshot", False)]
+    assert f"{shard_name(2, 3)}: {reason}" in results[0].message
+
+
+def test_the_snapshot_gate_fails_on_a_hostile_config_naming_it(tmp_path: Path) -> None:
+    files = model_files(tmp_path / "staging")
+    files["config.json"] = DEEP_CONFIG
+    results = run_gates(settings(str(build_cache(tmp_path, files=files).cache_dir), gates=["snapshot"]))
+    assert [(r.name, r.ok) for r in results] == [("snapshot", False)]
+    assert "config.json: not a readable JSON file: nested more than 64 levels deep" in results[0].message
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('"min_available_mib": 1e400', "bad gate settings: cannot convert float infinity to integer"),  # OverflowError
+        ('"memory_timeout": Infinity', "bad gate settings: memory_timeout is inf, not a finite number"),  # waited forever
+        ('"interval": NaN', "bad gate settings: interval is nan, not a finite number"),  # time.sleep(nan) raised ValueError
+        ('"min_available_fraction": -Infinity', "bad gate settings: min_available_fraction is -inf, not a finite number"),
+        ('"expected_nodes": ' + "[" * 100_000 + "]" * 100_000, "maximum recursion depth exceeded"),  # RecursionError
+    ],
+    ids=["1e400", "Infinity", "NaN", "-Infinity", "deep-100000"],
+)
+def test_main_refuses_hostile_settings_with_status_2(tmp_path: Path, text: str, message: str) -> None:
+    config = tmp_path / "gate.json"
+    config.write_text('{"gates": ["memory"], "repo_id": "acme/m", "cache_dir": "/c", ' + text + "}")
+    out = io.StringIO()
+    assert main([str(config)], out) == 2
+    assert out.getvalue().startswith(f"gate settings {config}: ") and message in out.getvalue()
+    assert len(out.getvalue()) < 300

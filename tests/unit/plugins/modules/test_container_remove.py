@@ -131,7 +131,7 @@ def test_second_run_changes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_default_stop_timeout_is_30(capsys: pytest.CaptureFixture[str]) -> None:
     docker = sparks_docker()
-    run_main({"containers": [RAY_ID[:12]]}, capsys, docker)
+    run_main({"containers": [RAY_ID]}, capsys, docker)
     assert [DOCKER, "stop", "-t", "30", RAY_ID] in docker.calls
 
 
@@ -221,12 +221,23 @@ def test_ps_error_surfaces_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     assert result["docker_available"] is True
 
 
-def test_ambiguous_prefix_fails_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
-    docker = FakeDocker().add(VLLM_ID, "a", "img", "running").add("3f2b" + VLLM_ID[4:], "b", "img", "exited")
-    result = run_main({"containers": ["3f2"]}, capsys, docker)[0]
-    assert result["failed"] is True
-    assert result["msg"] == "container reference '3f2' is an ambiguous id prefix: it matches a (3f2a9c1b7d4e), b (3f2b9c1b7d4e)"
+def test_absent_name_never_takes_a_container_by_id_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    """ATTACK (issue 15): gpu_reclaim_containers named an old container ``cafe`` that is gone; docker's lookup (and the
+    module's) then took the container whose id begins with ``cafe``. Only an exact name or the full id match."""
+    cafe_id = "cafe" + VLLM_ID[4:]
+    docker = FakeDocker().add(cafe_id, "sparkops-vllm", "img", "running").add(RAY_ID, "jupyter", "img", "running")
+    result = run_main({"containers": ["cafe", RAY_ID[:12], "3f2"]}, capsys, docker)[0]
+    assert not result.get("failed"), result
+    assert (result["changed"], result["removed"], result["absent"]) == (False, [], ["cafe", RAY_ID[:12], "3f2"])
     assert docker.verbs() == ["ps"]
+    assert set(docker.containers) == {cafe_id, RAY_ID}
+
+
+def test_full_id_is_matched(capsys: pytest.CaptureFixture[str]) -> None:
+    docker = sparks_docker()
+    result = run_main({"containers": [EXITED_ID]}, capsys, docker)[0]
+    assert not result.get("failed"), result
+    assert [c["name"] for c in result["removed"]] == ["vllm-old"]
 
 
 class AutoRemoveDocker(FakeDocker):

@@ -33,6 +33,21 @@ DOCKER_PS = "\n".join(
 )
 
 
+INSPECT_ARGS = ("container", "inspect")
+# What `docker container inspect` prints for them (the part gpu_info reads): State.Pid of the main process, 0 when stopped.
+INSPECTED = {
+    JUPYTER_ID: {"Id": JUPYTER_ID, "Name": "/jupyter", "State": {"Status": "running", "Running": True, "Pid": 114687}},
+    "7" * 64: {"Id": "7" * 64, "Name": "/old_vllm", "State": {"Status": "exited", "Running": False, "Pid": 0}},
+}
+
+
+def inspect_answer(ids: list[str]) -> tuple[int, str, str]:
+    """docker container inspect: the JSON array of the containers found, an error line for each missing one (rc 1)."""
+    found = [INSPECTED[i] for i in ids if i in INSPECTED]
+    missing = "".join(f"Error response from daemon: No such container: {i}\n" for i in ids if i not in INSPECTED)
+    return (1 if missing else 0, json.dumps(found, indent=4) + "\n", missing)
+
+
 class Run(t.NamedTuple):
     result: dict[str, t.Any]
     warnings: list[str]
@@ -52,6 +67,8 @@ def commands(
             return (0, apps, "")
         if argv[1:] == list(PS_ARGS):
             return docker
+        if tuple(argv[1:3]) == INSPECT_ARGS:
+            return inspect_answer(argv[3:])
         raise AssertionError(f"unexpected command {argv}")
 
     return run_command
@@ -101,6 +118,7 @@ def test_gb10(gb10_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
         call([NVSMI, *query_args("gpu")]),
         call([NVSMI, *query_args("compute-apps")]),
         call([DOCKER, *PS_ARGS]),
+        call([DOCKER, *INSPECT_ARGS, JUPYTER_ID]),
     ]
     assert (result["changed"], warnings, result["docker_available"]) == (False, [], True)
     assert result["unified_memory"] is True
@@ -115,6 +133,7 @@ def test_gb10(gb10_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ]
     jupyter = result["processes"][2]
     assert (jupyter["container_name"], jupyter["container_image"], jupyter["container_running"]) == ("jupyter", "nvcr.io/nvidia/pytorch:25.09-py3", True)
+    assert jupyter["container_confirmed"] is True
     assert result["processes"][3]["container_running"] is None
     assert [p["pid"] for p in result["top_memory"]] == [118211, 114687, 3046, 2741, 900]
 
@@ -216,3 +235,60 @@ def test_container_gone(gb10_proc: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert runner.call_args_list[-1] == call(["/opt/docker", *PS_ARGS])
     jupyter = result["processes"][2]
     assert (jupyter["container_id"], jupyter["container_name"], jupyter["container_running"]) == (JUPYTER_ID, None, False)
+
+
+USER_ID = "e" * 64
+
+
+def test_user_made_cgroups_are_not_containers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ATTACK (issue 15): user 1000 runs GPU processes in cgroups of their own delegated subtree named like docker's:
+    one like the jupyter container's scope (the plan then removed jupyter), one like a container docker does not list
+    (the plan then ended it as a worker that outlived its container). docker's listing and docker container inspect
+    (jupyter's main process is in the system's scope) decide: neither is a container of docker's."""
+    delegated = "0::/user.slice/user-1000.slice/user@1000.service/app.slice"
+    procs = [
+        *GB10_PROCS,
+        Proc(7777, ("python3", "mine.py"), f"{delegated}/docker-{JUPYTER_ID}.scope\n", "python3", 1000, 990_001),
+        Proc(7778, ("python3", "mine.py"), f"{delegated}/docker-{USER_ID}.scope\n", "python3", 1000, 990_002),
+    ]
+    proc = make_proc(tmp_path / "proc", procs, fixture_text("gb10_meminfo.txt"))
+    gpu = fixture_text("gb10_query_gpu_csv.txt")
+    apps = fixture_text("gb10_apps_busy.txt") + "".join(
+        f"{pid}, python3, 512 MiB, GPU-2dee1e25-b3b5-007e-2b55-79f2d0f2ebe5, 0000000F:01:00.0\n" for pid in (7777, 7778)
+    )
+    result, warnings, runner, _bins = run_module({"proc_root": str(proc)}, capsys, commands(gpu, apps))
+    assert not result.get("failed"), result
+    by_pid = {p["pid"]: p for p in result["processes"]}
+    assert (by_pid[114687]["container_name"], by_pid[114687]["container_running"]) == ("jupyter", True)
+    for pid in (7777, 7778):
+        assert by_pid[pid]["container_runtime"] == "docker"
+        assert (by_pid[pid]["container_name"], by_pid[pid]["container_running"]) == (None, None), by_pid[pid]
+    assert warnings == []
+
+
+def test_docker_inspect_failing_leaves_containers_unconfirmed(gb10_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def run_command(argv: list[str]) -> tuple[int, str, str]:
+        if tuple(argv[1:3]) == INSPECT_ARGS:
+            return (1, "", "permission denied while trying to connect to the Docker daemon socket\n")
+        return GB10(argv)
+
+    result, warnings, _runner, _bins = run_module({"proc_root": str(gb10_proc)}, capsys, run_command)
+    assert not result.get("failed"), result
+    jupyter = result["processes"][2]
+    assert (jupyter["container_name"], jupyter["container_running"], jupyter["container_confirmed"]) == (None, None, False)
+    assert warnings == [
+        "containers not confirmed (a process is attributed to a container only when docker names its main process): "
+        "docker container inspect failed (rc 1): permission denied while trying to connect to the Docker daemon socket"
+    ]
+
+
+def test_redacted_command_lines_in_the_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ATTACK (issue 15): the old stack's API key and Hub token were in gpu_info's result (and so in Ansible's output)."""
+    argv = ("python3", "-m", "vllm.entrypoints.openai.api_server", "--api-key", "sk-live-0123456789", "--hf-token", "hf_AbCdEf0123")
+    procs = [Proc(118211, argv, "0::/system.slice/vllm-cluster.service\n", "python3", 1000, 5)]
+    proc = make_proc(tmp_path / "proc", procs, fixture_text("gb10_meminfo.txt"))
+    result = run_module({"proc_root": str(proc)}, capsys, GB10).result
+    assert not result.get("failed"), result
+    text = json.dumps(result)
+    assert "sk-live-0123456789" not in text and "hf_AbCdEf0123" not in text
+    assert result["processes"][3]["cmdline"] == "python3 -m vllm.entrypoints.openai.api_server --api-key ******** --hf-token ********"

@@ -23,6 +23,7 @@ from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_c
     model_files,
     shard_name,
 )
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_hf_snapshot import DEEP_CONFIG, DEEP_SHARD, HUGE_DIMS_SHARD
 
 
 class Run(t.NamedTuple):
@@ -167,3 +168,24 @@ def test_bad_arguments(capsys: pytest.CaptureFixture[str], args: dict[str, t.Any
     assert result["failed"] is True
     assert result["msg"] == message
     assert "complete" not in result
+
+
+def test_hostile_files_fail_the_module_naming_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15: a shard of 10**30 dims (OverflowError), one nested 100,000 levels deep and a config.json as deep
+    (RecursionError) and an index total_size of 1e400 (OverflowError) each raised out of the module."""
+    files = model_files(tmp_path / "staging")
+    files[shard_name(1, 3)] = HUGE_DIMS_SHARD
+    files[shard_name(2, 3)] = DEEP_SHARD
+    files["config.json"] = DEEP_CONFIG
+    index = json.loads(files[INDEX])
+    index["metadata"]["total_size"] = 424242
+    files[INDEX] = json.dumps(index).encode().replace(b"424242", b"1e400")
+    cache = build_cache(tmp_path, files=files)
+    result, warnings = run_module({"repo_id": REPO_ID, "cache_dir": str(cache.cache_dir)}, capsys)
+    assert result["failed"] is True and result["complete"] is False
+    assert [c["path"] for c in result["corrupt"]] == ["config.json", shard_name(1, 3), shard_name(2, 3)]
+    assert result["msg"].startswith(f"{REPO_ID} at revision main is incomplete in {cache.snapshot} (quick check, 3 problems): config.json: not a readable")
+    assert f"{shard_name(1, 3)}: bad safetensors file: tensor 'w': shape holds 1000000000000000000000000000000, more than 64 bits hold" in result["msg"]
+    assert f"{shard_name(2, 3)}: bad safetensors file: the header is nested too deeply" in result["msg"]
+    assert warnings == [f"{INDEX}: metadata.total_size is inf, not a byte count; no loader reads it, so the snapshot still loads"]
+    assert result["index_total_size"] is None

@@ -17,7 +17,8 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.modules import model_metadata
-from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_cache_factory import COMMIT, REPO_ID, build_cache, shard_name
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_cache_factory import COMMIT, REPO_ID, build_cache, model_files, shard_name
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_hf_snapshot import DEEP_CONFIG
 from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_model_metadata import (
     GATED,
     TINY,
@@ -168,3 +169,15 @@ def test_argument_spec_matches_the_documentation() -> None:
         assert spec.get("required", False) == doc.get("required", False), name
         assert spec.get("default") == doc.get("default"), name
         assert spec.get("no_log", False) == (name == "token"), name
+
+
+def test_a_hostile_snapshot_fails_the_module_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15: a config.json nested 100,000 levels deep raised RecursionError out of the module."""
+    files = model_files(tmp_path / "staging")
+    files["config.json"] = DEEP_CONFIG
+    cache = build_cache(tmp_path, files=files)
+    endpoint = unreachable()
+    result = run_module({"repo_id": REPO_ID, "cache_dir": str(cache.cache_dir), "endpoint": endpoint, "timeout": 5}, capsys).result
+    assert result["failed"] is True and "config" not in result
+    assert result["msg"].startswith(f"{REPO_ID} at revision main from {endpoint}: {endpoint} is unreachable from this host")
+    assert result["msg"].endswith(f"and the cache {cache.cache_dir} cannot answer: config.json: not a readable JSON file: nested more than 64 levels deep")

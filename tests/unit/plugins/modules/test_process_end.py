@@ -218,3 +218,35 @@ def test_survivor_of_sigkill_fails_naming_it(tmp_path: Path, capsys: pytest.Capt
     assert (result["changed"], result["ended"]) == (False, [])
     assert result["diff"]["after"] == "4100 /usr/bin/python3\n"
     assert 5.9 <= clock.now - 1000 <= 6.1
+
+
+def start_time_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[19])
+
+
+def test_reused_pid_of_the_same_name_is_skipped_by_start_time(spawn: t.Callable[..., subprocess.Popen[bytes]], capsys: pytest.CaptureFixture[str]) -> None:
+    """ATTACK (issue 15): a pid reused by a process with the same base name passed the name guard and was ended; with
+    the start time gpu_info read (expect_start_times) it is skipped."""
+    reused = spawn()
+    wanted = spawn()
+    args = {
+        "pids": [reused.pid, wanted.pid],
+        "expect_names": {str(reused.pid): "/usr/bin/sleep", str(wanted.pid): "/usr/bin/sleep"},
+        "expect_start_times": {str(reused.pid): start_time_of(reused.pid) - 1, str(wanted.pid): start_time_of(wanted.pid)},
+    }
+    result = run_main(args, capsys)
+    assert not result.get("failed"), result
+    assert result["ended"] == [{"pid": wanted.pid, "name": "sleep", "signal": "SIGTERM"}]
+    assert [(s["pid"], s["start_time"], s["expected_start_time"]) for s in result["skipped"]] == [
+        (reused.pid, start_time_of(reused.pid), start_time_of(reused.pid) - 1)
+    ]
+    assert wanted.wait(timeout=5) == -signal.SIGTERM
+    assert running(reused)
+
+
+def test_bad_expect_start_times_fails(spawn: t.Callable[..., subprocess.Popen[bytes]], capsys: pytest.CaptureFixture[str]) -> None:
+    proc = spawn()
+    result = run_main({"pids": [proc.pid], "expect_start_times": {str(proc.pid): "yesterday"}}, capsys)
+    assert result["failed"] is True
+    assert result["msg"] == f"expect_start_times value 'yesterday' for pid {proc.pid} is not a start time"
+    assert running(proc)
