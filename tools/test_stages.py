@@ -52,12 +52,15 @@ STAGES: tuple[Stage, ...] = (
 
 
 # Stages that run at the same time, each lane in order (CI has 2 cores): the static checks and unit tests, which keep
-# one core busy, then the model scenario; beside them the lab, lab_miswired and reclaim scenarios, which mostly wait on
-# containers, ssh and reboots (on a fresh machine the first of them also builds the node image); and the image
-# scenario, whose real engine works in bursts (it builds the engine's wheelhouse first, which the engine scenario then
-# finds). A group starts where its first stage would; its stages' outcomes are listed in STAGES' order. Scenarios side
-# by side share the lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the
-# end; `spark_lab.py prepare` builds one thing at a time (a lock).
+# one core busy, then the model scenario, beside the lab, lab_miswired and reclaim scenarios, which mostly wait on
+# containers, ssh and reboots (on a fresh machine the first of them also builds the node image). A group starts where
+# its first stage would; its stages' outcomes are listed in STAGES' order. Scenarios side by side share the lab's
+# networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
+# Stages that run only when named (--only): the image scenario runs the real engine through the docker runtime (about
+# 12 minutes alone); beside the lanes it slowed them past make test's 45 minutes, and after them it would add its
+# own. It joins make test once the test-speed step has made room.
+ON_REQUEST = frozenset({"molecule-image"})
+
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
         (
@@ -75,7 +78,6 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "molecule-model",
         ),
         ("molecule-lab", "molecule-lab_miswired", "molecule-reclaim"),
-        ("molecule-image",),
     ),
 )
 
@@ -137,7 +139,7 @@ def main(argv: list[str]) -> int:
     unknown = set(args.only) - {s.name for s in STAGES}
     if unknown:
         parser.error(f"unknown stage(s): {', '.join(sorted(unknown))}")
-    stages = [s for s in STAGES if not args.only or s.name in args.only]
+    stages = [s for s in STAGES if s.name in args.only] if args.only else [s for s in STAGES if s.name not in ON_REQUEST]
     OUTPUT.mkdir(parents=True, exist_ok=True)
     os.environ["SPARKOPS_JUNIT_DIR"] = str(OUTPUT)
     # A scenario's cleanup must not remove the lab networks while a scenario beside it is between its prepare and its
