@@ -360,8 +360,20 @@ def test_rm_refuses_a_running_container_then_force_kills_all_of_it(docker, tmp_p
     assert docker("ps", "-aq").stdout == ""
 
 
+def holding(docker, cid: str, timeout: float = 30) -> bool:
+    """Whether a detached gpu-holder container printed its ready line (its stop handler is set by then)."""
+    end = time.monotonic() + timeout
+    log = docker.state / f"{cid}.log"
+    while not (log.exists() and "gpu-holder: holding" in log.read_text()):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_stop_ends_gracefully_or_kills_after_the_timeout(docker):
-    docker("run", "-d", "--name", "polite", "img", *HOLD)
+    polite = docker("run", "-d", "--name", "polite", "img", *HOLD).stdout.strip()
+    assert holding(docker, polite)  # a SIGTERM before the holder's handler is set ends it with 143, as with docker
     docker("run", "-d", "--name", "stubborn", "img", "sh", "-c", "trap '' TERM; exec sleep 300")
     stopped = docker("stop", "polite")
     assert (stopped.returncode, stopped.stdout) == (0, "polite\n")
