@@ -8,15 +8,13 @@ are not run)."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import typing as t
 from pathlib import Path
 
 import yaml
-from ansible_run import ANSIBLE_PLAYBOOK
+from ansible_run import play as ansible_play
 
 REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "gpu_reclaim"
@@ -63,20 +61,8 @@ def run_role_checks(tmp_path: Path, **settings: t.Any) -> subprocess.CompletedPr
             "tasks": [plan, *checks],
         }
     ]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
-    (tmp_path / "hosts.yml").write_text(
-        yaml.safe_dump({"all": {"hosts": {"spark-head": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}})
-    )
-    (tmp_path / "extra.json").write_text(json.dumps({"gpu": GPU_INFO, "services": SERVICES, **settings}))
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}
-    return subprocess.run(
-        [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "-e", f"@{tmp_path / 'extra.json'}"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        cwd=tmp_path,
-    )
+    inventory = {"all": {"hosts": {"spark-head": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
+    return ansible_play(tmp_path, inventory, yaml.safe_dump(play, sort_keys=False), {"gpu": GPU_INFO, "services": SERVICES, **settings})
 
 
 def flat(run: subprocess.CompletedProcess[str]) -> str:
