@@ -41,10 +41,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("playbook-syntax", ("bash", "tools/check_playbooks.sh")),
     Stage("collection-build", ("bash", "tools/check_build.sh")),
     Stage("execution-environment", ("bash", "tools/check_ee.sh")),
+    Stage("lab-prepare", ("python", "tests/lab/spark_lab.py", "prepare", "--engine")),
     Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
     Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
     Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
-    Stage("molecule-image", ("molecule", "test", "-s", "image"), "molecule-image.xml"),
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
     Stage("molecule-engine", ("molecule", "test", "-s", "engine"), "molecule-engine.xml"),
@@ -52,14 +52,15 @@ STAGES: tuple[Stage, ...] = (
 
 
 # Stages that run at the same time, each lane in order (CI has 2 cores): the static checks and unit tests, which keep
-# one core busy, then the model scenario, beside the lab, lab_miswired and reclaim scenarios, which mostly wait on
-# containers, ssh and reboots (on a fresh machine the first of them also builds the node image). A group starts where
-# its first stage would; its stages' outcomes are listed in STAGES' order. Scenarios side by side share the lab's
-# networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
-# Stages that run only when named (--only): the image scenario runs the real engine through the docker runtime (about
-# 12 minutes alone); beside the lanes it slowed them past make test's 45 minutes, and after them it would add its
-# own. It joins make test once the test-speed step has made room.
-ON_REQUEST = frozenset({"molecule-image"})
+# one core busy, then the lab, lab_miswired and model scenarios; beside them the lab's preparation (node image,
+# wheelhouses, the engine's download: once, while the static checks run; every scenario's dependency step then finds
+# it done), the reclaim scenario, and the serve scenario, which mostly wait on containers, ssh, systemd and reboots.
+# The engine scenario runs alone after them: its real engine takes both cores, and its benchmark compares two load
+# generators, which a neighbour's load would skew. A group starts where its first stage would; its stages' outcomes
+# are listed in STAGES' order. Scenarios side by side share the lab's networks: `make test` keeps them
+# (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
+# Stages that run only when named (--only): none now.
+ON_REQUEST: frozenset[str] = frozenset()
 
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
@@ -75,9 +76,11 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "playbook-syntax",
             "collection-build",
             "execution-environment",
+            "molecule-lab",
+            "molecule-lab_miswired",
             "molecule-model",
         ),
-        ("molecule-lab", "molecule-lab_miswired", "molecule-reclaim"),
+        ("lab-prepare", "molecule-reclaim", "molecule-serve"),
     ),
 )
 
