@@ -105,6 +105,20 @@ def _count(value: t.Any, what: str) -> int:
     return value
 
 
+def _number(value: t.Any, name: str, kind: type[int] | type[float]) -> t.Any:
+    """``value`` as ``kind`` (an inventory may give "2" for 2), or an error naming its variable. A float that is not
+    whole is not an int (int(2.5) would quietly make it 2)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number, not {value!r}")
+    try:
+        number = kind(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a number, not {value!r}") from None
+    if kind is int and isinstance(value, float) and number != value:
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    return number
+
+
 def model_fit_filter(
     metadata: t.Any,
     nodes: t.Any,
@@ -125,16 +139,16 @@ def model_fit_filter(
     shape = shape_from_config(dict(metadata["config"]), _count(metadata.get("weight_bytes"), "weight_bytes"))
     try:
         cluster = Cluster(
-            tensor_parallel_size=int(tensor_parallel_size),
-            pipeline_parallel_size=int(pipeline_parallel_size),
-            gpu_memory_utilization=float(gpu_memory_utilization),
+            tensor_parallel_size=_number(tensor_parallel_size, "sparkops_tensor_parallel_size", int),
+            pipeline_parallel_size=_number(pipeline_parallel_size, "sparkops_pipeline_parallel_size", int),
+            gpu_memory_utilization=_number(gpu_memory_utilization, "sparkops_gpu_memory_utilization", float),
             mem_total={str(h): _count(f["mem_total"], f"host {h}'s mem_total") for h, f in nodes.items()},
             disk_free={str(h): _count(f["disk_free"], f"host {h}'s disk_free") for h, f in nodes.items()},
             snapshot_bytes=_count(metadata.get("snapshot_bytes"), "snapshot_bytes"),
             present_bytes={str(h): _count(f.get("present_bytes", 0), f"host {h}'s present_bytes") for h, f in nodes.items()},
-            max_model_len=None if max_model_len in (None, "") else int(max_model_len),
+            max_model_len=None if max_model_len in (None, "") else _number(max_model_len, "vllm_serve_max_model_len", int),
             kv_cache_dtype=str(kv_cache_dtype),
-            overhead_bytes=_count(int(overhead_bytes), "overhead_bytes"),
+            overhead_bytes=_count(_number(overhead_bytes, "sparkops_fit_overhead_bytes", int), "overhead_bytes"),
         )
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"sparkops.inference.model_fit: {exc}") from exc

@@ -96,6 +96,34 @@ def test_model_fit_bad_input(metadata: t.Any, nodes: t.Any, message: str) -> Non
         model_fit(metadata, nodes, 2, 1, 0.85)
 
 
+@pytest.mark.parametrize(
+    ("split", "message"),
+    [
+        ({"tensor_parallel_size": 0}, r"sparkops_tensor_parallel_size must be a whole number of at least 1, not 0"),
+        ({"tensor_parallel_size": "two"}, r"sparkops_tensor_parallel_size must be a number, not 'two'"),
+        ({"tensor_parallel_size": 2.5}, r"sparkops_tensor_parallel_size must be a whole number, not 2.5"),
+        ({"tensor_parallel_size": True}, r"sparkops_tensor_parallel_size must be a number, not True"),
+        ({"pipeline_parallel_size": -1}, r"sparkops_pipeline_parallel_size must be a whole number of at least 1, not -1"),
+        ({"gpu_memory_utilization": 0}, r"sparkops_gpu_memory_utilization must be above 0 and at most 1, not 0.0"),
+        ({"gpu_memory_utilization": "nan"}, r"sparkops_gpu_memory_utilization must be above 0 and at most 1, not nan"),
+        ({"gpu_memory_utilization": 85}, r"sparkops_gpu_memory_utilization must be above 0 and at most 1, not 85.0"),
+        ({"max_model_len": 0}, r"vllm_serve_max_model_len must be a whole number of at least 1, not 0"),
+        ({"max_model_len": "inf"}, r"vllm_serve_max_model_len must be a number, not 'inf'"),
+        ({"overhead_bytes": -5}, r"overhead_bytes must be a whole number of bytes, not -5"),
+    ],
+)
+def test_model_fit_refuses_a_split_no_cluster_can_have_naming_the_variable(split: dict[str, t.Any], message: str) -> None:
+    """Never a ZeroDivisionError or a quiet int(2.5) == 2: the preflight's contract catches these first, the filter
+    on its own (a playbook of the user's) says the same."""
+    arguments: dict[str, t.Any] = {"tensor_parallel_size": 2, "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.85, **split}
+    with pytest.raises(AnsibleFilterError, match=message):
+        model_fit(METADATA, NODES, **arguments)
+
+
+def test_model_fit_takes_numbers_an_inventory_writes_as_strings() -> None:
+    assert model_fit(METADATA, NODES, "2", "1", "0.85", max_model_len="4096")["fits"]
+
+
 def test_recon_filters_join_the_plan_and_take_the_fit_facts() -> None:
     from ansible_collections.sparkops.inference.plugins.filter.recon_fit_facts import FilterModule as FactsFilters
     from ansible_collections.sparkops.inference.plugins.filter.recon_nodes import FilterModule as NodesFilters

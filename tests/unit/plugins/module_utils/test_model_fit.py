@@ -218,3 +218,23 @@ def test_architectures_that_are_not_a_list_of_names(architectures: t.Any) -> Non
     verdict = fit_fast({**CONFIG, "architectures": architectures})
     assert verdict.fits, verdict.problems
     assert "config.json names no architecture" in verdict.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"tensor_parallel_size": 0}, "sparkops_tensor_parallel_size must be a whole number of at least 1, not 0"),
+        ({"pipeline_parallel_size": 0}, "sparkops_pipeline_parallel_size must be a whole number of at least 1, not 0"),
+        ({"tensor_parallel_size": True}, "sparkops_tensor_parallel_size must be a whole number of at least 1, not True"),
+        ({"gpu_memory_utilization": 0.0}, "sparkops_gpu_memory_utilization must be above 0 and at most 1, not 0.0"),
+        ({"gpu_memory_utilization": float("nan")}, "sparkops_gpu_memory_utilization must be above 0 and at most 1, not nan"),
+        ({"gpu_memory_utilization": 1.01}, "sparkops_gpu_memory_utilization must be above 0 and at most 1, not 1.01"),
+        ({"max_model_len": -1}, "vllm_serve_max_model_len must be a whole number of at least 1, not -1"),
+        ({"overhead_bytes": -1}, "overhead_bytes must be a whole number of bytes, not -1"),
+        ({"disk_margin": float("inf")}, "the disk margin must be a finite fraction of at least 0, not inf"),
+    ],
+)
+def test_a_split_no_cluster_can_have_is_refused_naming_its_variable(change: dict[str, t.Any], message: str) -> None:
+    """Before any arithmetic: TP 0 would divide by zero in the head rules, a NaN utilization would pass every check."""
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cluster(**change)
