@@ -52,4 +52,4 @@ sanity: setup
 	@python tools/test_stages.py --only ansible-test-sanity
 
 molecule: setup
-	@python tools/test_stages.py --only lab-prepare --only molecule-lab --only molecule-lab_miswired --only molecule-reclaim --only molecule-model --only molecule-serve --only molecule-engine
+	@python tools/test_stages.py --only lab-prepare --only molecule-lab --only molecule-lab_miswired --only molecule-reclaim --only molecule-model --only molecule-serve --only molecule-engine-up --only molecule-engine

@@ -1,7 +1,9 @@
 """site.yml's runs on the lab as ratios to the first full run (same command, same machine): the first run on fresh
 nodes (the baseline), a converged rerun, a `--tags serve` rerun, and the preflight alone (a tag no task has: only
 the always-run preflight, with its reconnaissance, drift and fit checks). Goal (issue 14): converged rerun <= 0.25x
-the first run. Each rerun kind is timed R times, interleaved; medians. Absolute seconds here are noise.
+the first run. Each rerun kind is timed R times, interleaved; medians. Absolute seconds here are noise. One kind
+reruns with ssh pipelining off, as Molecule's own ansible.cfg had it for every scenario run before the scenarios
+turned it on (make test's test-speed step).
 
     .venv/bin/python bench/site_runs.py [--nodes 2] [--rounds 3] [--json out.json] [--write]
 
@@ -26,16 +28,19 @@ from benchmarks_doc import publish  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 LAB = [sys.executable, str(REPO / "tests" / "lab" / "spark_lab.py")]
 HEADING = "## Runs of site.yml: first, converged, `--tags serve`, preflight alone (issue 14)"
-KINDS: dict[str, list[str]] = {
-    "converged rerun": [],
-    "--tags serve rerun": ["--tags", "serve"],
-    "preflight alone": ["--tags", "preflight-only"],
+# Each kind: site.yml's arguments and the environment it runs with (beside the project's ansible.cfg).
+KINDS: dict[str, tuple[list[str], dict[str, str]]] = {
+    "converged rerun": ([], {}),
+    # What every Molecule run read before the scenarios set ANSIBLE_PIPELINING (Molecule's ansible.cfg leaves it off).
+    "converged rerun, ssh pipelining off": ([], {"ANSIBLE_PIPELINING": "false"}),
+    "--tags serve rerun": (["--tags", "serve"], {}),
+    "preflight alone": (["--tags", "preflight-only"], {}),
 }
 
 
-def site(*args: str) -> tuple[float, dict[str, int]]:
+def site(*args: str, environment: dict[str, str] | None = None) -> tuple[float, dict[str, int]]:
     """Seconds of one site.yml run and the changed count per host (the run must succeed)."""
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), "ANSIBLE_FORCE_COLOR": "0"}
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), "ANSIBLE_FORCE_COLOR": "0", **(environment or {})}
     began = time.monotonic()
     proc = subprocess.run(["ansible-playbook", "site.yml", "-i", "inventories/lab", *args], cwd=REPO, env=env, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - began
@@ -60,8 +65,8 @@ def main(argv: list[str]) -> int:
         first = site()[0]
         print(f"first run: {first:.1f}s", flush=True)
         for _round in range(args.rounds):
-            for kind, extra in KINDS.items():
-                seconds, counts = site(*extra)
+            for kind, (extra, environment) in KINDS.items():
+                seconds, counts = site(*extra, environment=environment)
                 runs[kind].append(seconds)
                 changed[kind].append(sum(counts.values()))
                 print(f"{kind}: {seconds:.1f}s, changed={sum(counts.values())}", flush=True)

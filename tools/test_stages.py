@@ -47,18 +47,22 @@ STAGES: tuple[Stage, ...] = (
     Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
-    Stage("molecule-engine", ("molecule", "test", "-s", "engine"), "molecule-engine.xml"),
+    # The engine scenario in two stages (tools/molecule_split.sh): its lab created and converged beside other stages,
+    # its side effect and verifier alone.
+    Stage("molecule-engine-up", ("bash", "tools/molecule_split.sh", "up", "engine")),
+    Stage("molecule-engine", ("bash", "tools/molecule_split.sh", "finish", "engine"), "molecule-engine.xml"),
 )
 
 
 # Stages that run at the same time, each lane in order (CI has 2 cores): the static checks and unit tests, which keep
-# one core busy, then the lab, lab_miswired and model scenarios; beside them the lab's preparation (node image,
-# wheelhouses, the engine's download: once, while the static checks run; every scenario's dependency step then finds
-# it done), the reclaim scenario, and the serve scenario, which mostly wait on containers, ssh, systemd and reboots.
-# The engine scenario runs alone after them: its real engine takes both cores, and its benchmark compares two load
-# generators, which a neighbour's load would skew. A group starts where its first stage would; its stages' outcomes
-# are listed in STAGES' order. Scenarios side by side share the lab's networks: `make test` keeps them
-# (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
+# one core busy, then the lab and model scenarios and the engine scenario's lab (created and converged: its real
+# engine installed and loaded); beside them the lab's preparation (node image, wheelhouses, the engine's download:
+# once, while the static checks run; every scenario's dependency step then finds it done) and the lab_miswired,
+# reclaim and serve scenarios, which mostly wait on containers, ssh, systemd and reboots. The engine scenario's side
+# effect and verifier run alone after them: its recovery tests time the real engine on both cores, and its benchmark
+# compares two load generators, which a neighbour's load would skew. A group starts where its first stage would; its
+# stages' outcomes are listed in STAGES' order. Scenarios side by side share the lab's networks: `make test` keeps
+# them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
 # Stages that run only when named (--only): none now.
 ON_REQUEST: frozenset[str] = frozenset()
 
@@ -77,10 +81,10 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "collection-build",
             "execution-environment",
             "molecule-lab",
-            "molecule-lab_miswired",
             "molecule-model",
+            "molecule-engine-up",
         ),
-        ("lab-prepare", "molecule-reclaim", "molecule-serve"),
+        ("lab-prepare", "molecule-lab_miswired", "molecule-reclaim", "molecule-serve"),
     ),
 )
 
