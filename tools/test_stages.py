@@ -63,8 +63,6 @@ STAGES: tuple[Stage, ...] = (
 # compares two load generators, which a neighbour's load would skew. A group starts where its first stage would; its
 # stages' outcomes are listed in STAGES' order. Scenarios side by side share the lab's networks: `make test` keeps
 # them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
-# Stages that run only when named (--only): none now.
-ON_REQUEST: frozenset[str] = frozenset()
 
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
@@ -146,7 +144,7 @@ def main(argv: list[str]) -> int:
     unknown = set(args.only) - {s.name for s in STAGES}
     if unknown:
         parser.error(f"unknown stage(s): {', '.join(sorted(unknown))}")
-    stages = [s for s in STAGES if s.name in args.only] if args.only else [s for s in STAGES if s.name not in ON_REQUEST]
+    stages = [s for s in STAGES if s.name in args.only] if args.only else list(STAGES)
     OUTPUT.mkdir(parents=True, exist_ok=True)
     os.environ["SPARKOPS_JUNIT_DIR"] = str(OUTPUT)
     # A scenario's cleanup must not remove the lab networks while a scenario beside it is between its prepare and its

@@ -148,7 +148,7 @@ def model_fit_filter(
             present_bytes={str(h): _count(f.get("present_bytes", 0), f"host {h}'s present_bytes") for h, f in nodes.items()},
             max_model_len=None if max_model_len in (None, "") else _number(max_model_len, "vllm_serve_max_model_len", int),
             kv_cache_dtype=str(kv_cache_dtype),
-            overhead_bytes=_count(_number(overhead_bytes, "sparkops_fit_overhead_bytes", int), "overhead_bytes"),
+            overhead_bytes=_number(overhead_bytes, "sparkops_fit_overhead_bytes", int),  # Cluster refuses a negative one
         )
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"sparkops.inference.model_fit: {exc}") from exc

@@ -80,23 +80,18 @@ class Cluster:
             ("sparkops_tensor_parallel_size", self.tensor_parallel_size),
             ("sparkops_pipeline_parallel_size", self.pipeline_parallel_size),
         ):
-            if _whole(value) is None or value < 1:
+            if _int(value) is None:
                 raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}")
-        if self.max_model_len is not None and (_whole(self.max_model_len) is None or self.max_model_len < 1):
+        if self.max_model_len is not None and _int(self.max_model_len) is None:
             raise ValueError(f"vllm_serve_max_model_len must be a whole number of at least 1, not {self.max_model_len!r}")
         utilization = self.gpu_memory_utilization
         if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0 < utilization <= 1:  # NaN fails too
             raise ValueError(f"sparkops_gpu_memory_utilization must be above 0 and at most 1, not {utilization!r}")
         for name, count in (("overhead_bytes", self.overhead_bytes), ("snapshot_bytes", self.snapshot_bytes)):
-            if _whole(count) is None or count < 0:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise ValueError(f"{name} must be a whole number of bytes, not {count!r}")
         if isinstance(self.disk_margin, bool) or not isinstance(self.disk_margin, (int, float)) or not 0 <= self.disk_margin < math.inf:
             raise ValueError(f"the disk margin must be a finite fraction of at least 0, not {self.disk_margin!r}")
-
-
-def _whole(value: Any) -> int | None:
-    """``value`` when it is an integer (not a bool), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass
