@@ -108,6 +108,18 @@ def junit_counts(path: Path) -> tuple[int, int, int] | None:
     return total - failed - skipped, failed, skipped
 
 
+def junit_failures(path: Path) -> list[str]:
+    """``classname::name: the message's first line`` of each failed or erring test case in a JUnit XML file."""
+    if not path.is_file():
+        return []
+    found = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        for problem in (*case.findall("failure"), *case.findall("error")):
+            message = (problem.get("message") or "").splitlines()
+            found.append(f"{case.get('classname')}::{case.get('name')}: {message[0] if message else problem.tag}"[:300])
+    return found
+
+
 def run_stage(stage: Stage) -> Outcome:
     log = OUTPUT / f"{stage.name}.log"
     junit = OUTPUT / stage.junit if stage.junit else None
@@ -126,8 +138,10 @@ def run_stage(stage: Stage) -> Outcome:
         if rc != 0 and failed == 0:
             failed = 1  # the stage failed outside its test cases (create, converge, idempotence...)
     verdict = "ok" if rc == 0 else f"FAILED (rc={rc})"
-    print(f"    {verdict} in {seconds:.1f}s; {passed} passed, {failed} failed, {skipped} skipped; log: {log.relative_to(REPO)}", flush=True)
+    print(f"<== {stage.name}: {verdict} in {seconds:.1f}s; {passed} passed, {failed} failed, {skipped} skipped; log: {log.relative_to(REPO)}", flush=True)
     if rc != 0:
+        if junit is not None:
+            print("\n".join(f"    failed: {line}" for line in junit_failures(junit)), flush=True)
         lines = log.read_text(errors="replace").splitlines()
         print("\n".join(f"    | {line}" for line in lines[-TAIL_LINES:]), flush=True)
     return Outcome(stage, rc, seconds, passed, failed, skipped)

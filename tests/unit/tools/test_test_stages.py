@@ -62,3 +62,14 @@ def test_main_prints_the_closing_line_and_exit_status(output: Path, monkeypatch:
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == "1 passed, 1 failed"
     assert test_stages.main(["--only", "a"]) == 0
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == "1 passed, 0 failed"
+
+
+def test_a_failing_stage_names_itself_and_its_failed_cases(output: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lanes run side by side, so the closing line names its stage; a failed test case is named before the log's tail."""
+    cases = '<testcase classname="t.m" name="ok"/><testcase classname="t.m" name="slow"><failure message="assert 216 == 204&#10;  more"/></testcase>'
+    write(output / "made.xml", f'<testsuite tests="2" failures="1" errors="0" skipped="0">{cases}</testsuite>')
+    script = f"cp {output}/made.xml {output}/j.xml; exit 1"
+    test_stages.run_stage(test_stages.Stage("unit", ("bash", "-c", script), "j.xml"))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1].startswith("<== unit: FAILED (rc=1) in ")
+    assert printed[2] == "    failed: t.m::slow: assert 216 == 204"
