@@ -104,7 +104,7 @@ class Settings:
     containers: tuple[str, ...] = ()
     allowed_processes: tuple[str, ...] = ("Xorg", "Xwayland", "gnome-shell")
     own_units: tuple[str, ...] = ("sparkops-*",)
-    # roles/vllm_serve/vars/main.yml __vllm_serve_container, roles/ray_cluster/vars/main.yml __ray_cluster_container
+    # roles/vllm_serve/vars/main.yml __vllm_serve_container; sparkops-ray, ray_cluster's former docker runtime's
     own_containers: tuple[str, ...] = ("sparkops-vllm", "sparkops-ray")
     include_own: bool = False
     remove_gpu_containers: bool = True

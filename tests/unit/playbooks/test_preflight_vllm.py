@@ -1,8 +1,9 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""playbooks/preflight.yml refuses a vLLM build the host cannot run, naming the variable, before anything changes;
-the vllm_serve role used alone refuses the docker runtime with the Ray backend.
+"""playbooks/preflight.yml refuses a vLLM build the host cannot run, and Ray's removed docker runtime, naming the
+variable, before anything changes; the vllm_serve role used alone refuses the docker runtime with the Ray backend,
+the ray_cluster role alone the docker runtime.
 
 Runs ansible-playbook against this machine (local connection, nothing is changed: the preflight only reads facts,
 and the role stops at its first task). The head's fabric address is one this machine has, so the preflight passes
@@ -137,3 +138,21 @@ def test_the_role_alone_refuses_docker_with_ray(inventory: Path) -> None:
     assert "TASK [sparkops.inference.vllm_serve : Check the settings]" in proc.stdout
     failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
     assert len(failed) == 1 and "vllm_serve_backend != 'ray'" in failed[0] and "docker with backend mp" in failed[0], proc.stdout[-3000:]
+
+
+def test_preflight_refuses_rays_removed_docker_runtime(inventory: Path) -> None:
+    proc = play(inventory, REPO / "playbooks" / "preflight.yml", "-e", "ray_cluster_runtime=docker")
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
+    assert len(failed) == 1 and "host spark-head: ray_cluster_runtime docker is no longer supported" in failed[0], proc.stdout[-3000:]
+    assert "vllm_serve_runtime docker with vllm_serve_backend mp" in failed[0], failed[0]
+    assert "Gather platform and network facts" not in proc.stdout  # refused first
+
+
+def test_the_ray_role_alone_refuses_docker(inventory: Path) -> None:
+    playbook = inventory.parent / "ray_role.yml"
+    playbook.write_text("- name: The ray_cluster role alone\n  hosts: spark-head\n  gather_facts: false\n  roles:\n    - role: sparkops.inference.ray_cluster\n")
+    proc = play(inventory, playbook, "--check", "-e", "ray_cluster_runtime=docker")
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
+    assert len(failed) == 1 and "value of ray_cluster_runtime must be one of: venv, got: docker" in failed[0], proc.stdout[-3000:]
