@@ -18,14 +18,22 @@ One attempt (:func:`check_once`) is three requests, each recorded as a step:
 
 :func:`wait_ready` repeats attempts until one is ready or the time is up, sleeping ``interval`` between them but
 never past the deadline, and limiting each request to the time left. The HTTP client (:data:`Opener`), the clock
-and the sleep are injectable; :func:`ansible_opener` is the real one, on ``ansible.module_utils.urls``.
+and the sleep are injectable; :func:`ansible_opener` is the real one, on ``ansible.module_utils.urls``. It goes to the
+endpoint directly, never through a proxy the environment names (``http_proxy`` and the like), unless asked: the
+proxy would get the API key.
+
+Nothing a server answers is shown with the API key in it (:func:`redact`): the key is masked as it is, JSON-escaped
+(``\\/``, ``\\u002f``, escaped twice) or split by whitespace, before a body is cut to its excerpt, and a prefix of it
+that ends an excerpt is masked too. The body of a 401 or 403 answer is never shown: it may echo the credentials.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import http.client
 import json
+import re
 import socket
 import ssl
 import time
@@ -44,6 +52,11 @@ USER_AGENT = "sparkops.inference.openai_endpoint"
 BODY_EXCERPT = 300
 MAX_LISTED_MODELS = 20
 REDACTED = "********"
+# The shortest start of the API key that is masked where it ends an excerpt (a key cut there, or by the server).
+REDACTED_PREFIX = 8
+# How far past an excerpt's end the key is looked for, per character of the key: any form that :func:`redact` masks
+# (escaped twice, a surrogate pair, whitespace between every character) is shorter.
+REDACT_SCAN_PER_CHAR = 64
 
 # The machine words of RV(state).
 READY = "ready"
@@ -149,9 +162,11 @@ def describe_failure(exc: BaseException, timeout: float) -> HttpResponse:
     return HttpResponse(failure=FAIL_UNREACHABLE, detail=_reason_text(reason)[:BODY_EXCERPT])
 
 
-def ansible_opener(validate_certs: bool = True, use_proxy: bool = True) -> Opener:
+def ansible_opener(validate_certs: bool = True, use_proxy: bool = False) -> Opener:
     """The real HTTP client: ``ansible.module_utils.urls.Request``, every failure turned into an :class:`HttpResponse`.
 
+    Without ``use_proxy`` it ignores the proxies of the environment (``http_proxy``, ``https_proxy``, ``all_proxy``):
+    such a proxy would get the ``Authorization`` header, and over ``http://`` see it in clear text.
     ``~/.netrc`` is not read (it would replace the bearer token) and the ``Authorization`` header is not sent on to
     a redirect's target. The TLS context is made once: ``open_url`` would make one, loading the system's CA
     certificates (tens of milliseconds), for every request, even a plain ``http://`` one.
@@ -186,6 +201,79 @@ def ansible_opener(validate_certs: bool = True, use_proxy: bool = True) -> Opene
     return opener
 
 
+# Between two characters of the key: whitespace, or whitespace as a JSON string writes it (``\n``, ``\u0020``).
+_KEY_GAP = r"(?:\s|\\{1,4}(?:[nrt]|u00(?:20|09|0[aAdD]))){0,4}"
+# The end of an excerpt cut inside an escape: a backslash or a started ``\uXXXX``.
+_CUT_ESCAPE = r"(?:\\{1,8}(?:u[0-9a-fA-F]{0,3})?)?"
+_JSON_SHORT_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
+
+
+def _hex_pattern(unit: int) -> str:
+    return "".join(f"[{digit}{digit.upper()}]" if digit.isalpha() else digit for digit in f"{unit:04x}")
+
+
+def _char_pattern(char: str) -> str:
+    """A character of the key as a server may write it: itself, JSON-escaped (once or more), or as ``\\uXXXX``."""
+    forms = [re.escape(char) if char not in '"/' else r"\\{0,4}" + re.escape(char)]
+    if char in _JSON_SHORT_ESCAPES:
+        forms.append(r"\\{1,4}" + _JSON_SHORT_ESCAPES[char])
+    encoded = char.encode("utf-16-be")
+    units = [int.from_bytes(encoded[i : i + 2], "big") for i in range(0, len(encoded), 2)]
+    forms.append("".join(r"\\{1,4}u" + _hex_pattern(unit) for unit in units))
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _key_units(secret: str) -> list[tuple[str, int]]:
+    """The key as patterns of its characters, each with how many characters it stands for (a run of ``\\`` is one)."""
+    units: list[tuple[str, int]] = []
+    for run in re.finditer(r"\\+|[^\\]", secret):
+        text = run.group()
+        units.append((rf"\\{{{len(text)},{8 * len(text)}}}" if text[0] == "\\" else _char_pattern(text), len(text)))
+    return units
+
+
+@functools.lru_cache(maxsize=8)
+def _key_patterns(secret: str) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """The whole key in any of its written forms; a start of it (at least REDACTED_PREFIX characters) ending a text."""
+    units = _key_units(secret)
+    whole = re.compile(_KEY_GAP.join(pattern for pattern, _count in units))
+    covered = [sum(count for _pattern, count in units[:size]) for size in range(len(units) + 1)]
+    needed = next((size for size, chars in enumerate(covered) if chars >= REDACTED_PREFIX), None)
+    if needed is None:
+        return whole, None  # a key too short to have such a start
+    rest = ""
+    for pattern, _count in reversed(units[needed:]):
+        rest = f"(?:{_KEY_GAP}{pattern}{rest})?"
+    head = _KEY_GAP.join(pattern for pattern, _count in units[:needed])
+    return whole, re.compile(f"{head}{rest}{_KEY_GAP}{_CUT_ESCAPE}\\Z")
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with ``secret`` masked as ``********``: as it is, JSON-escaped (``\\/``, ``\\"``, ``\\uXXXX`` in either
+    case, escaped again), or with whitespace (or ``\\n``) between its characters."""
+    if not secret:
+        return text
+    return _key_patterns(secret)[0].sub(REDACTED, text)
+
+
+def redact_cut(text: str, secret: str | None) -> str:
+    """``text`` with a start of ``secret`` (at least :data:`REDACTED_PREFIX` characters, in any form :func:`redact`
+    masks) that ends it masked: the key was cut there."""
+    prefix = _key_patterns(secret)[1] if secret else None
+    return prefix.sub(REDACTED, text, count=1) if prefix is not None else text
+
+
+def redact_value(value: t.Any, secret: str | None) -> t.Any:
+    """``value`` with :func:`redact` applied to every string in it, in lists and dicts too."""
+    if isinstance(value, str):
+        return redact(value, secret)
+    if isinstance(value, list):
+        return [redact_value(item, secret) for item in value]
+    if isinstance(value, dict):
+        return {redact_value(key, secret): redact_value(item, secret) for key, item in value.items()}
+    return value
+
+
 @dataclass
 class EndpointConfig:
     """What to ask and what counts as ready. ``url`` is a base URL as :func:`normalise_url` returns it."""
@@ -200,8 +288,8 @@ class EndpointConfig:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
 
     def redact(self, text: str) -> str:
-        """``text`` with the API key, should a server echo it, replaced by ``********``."""
-        return text.replace(self.api_key, REDACTED) if self.api_key else text
+        """``text`` with the API key, should a server echo it (in any form :func:`redact` knows), replaced by ``********``."""
+        return redact(text, self.api_key)
 
     def headers(self, *, json_body: bool = False) -> dict[str, str]:
         headers = {"Accept": "application/json"}
@@ -255,14 +343,23 @@ class Probe:
         return self
 
 
-def excerpt(body: bytes, limit: int = BODY_EXCERPT) -> str:
-    """The start of a body as one line: whitespace runs made single spaces, at most ``limit`` characters."""
-    return " ".join(body.decode("utf-8", errors="replace").split())[:limit]
+def excerpt(body: bytes, limit: int = BODY_EXCERPT, secret: str | None = None) -> str:
+    """The start of a body as one line: whitespace runs made single spaces, at most ``limit`` characters.
+
+    ``secret`` is masked before the text is cut (a key the cut falls in is masked whole), then a start of it that
+    ends the excerpt (the server cut it) is masked too.
+    """
+    text = " ".join(body.decode("utf-8", errors="replace").split())
+    if not secret:
+        return text[:limit]
+    return redact_cut(redact(text[: limit + REDACT_SCAN_PER_CHAR * len(secret)], secret)[:limit], secret)
 
 
 def http_text(response: HttpResponse, config: EndpointConfig) -> str:
-    """``HTTP 503`` or ``HTTP 500: <the start of the body>``, the API key redacted."""
-    text = excerpt(response.body)
+    """``HTTP 503`` or ``HTTP 500: <the start of the body>``, the API key redacted; a 401 or 403 without its body."""
+    if response.status in (401, 403):
+        return f"HTTP {response.status} (body dropped: it may echo credentials)"
+    text = excerpt(response.body, secret=config.api_key)
     return config.redact(f"HTTP {response.status}: {text}" if text else f"HTTP {response.status}")
 
 
@@ -359,7 +456,7 @@ def check_once(
     data = _json(models.body)
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
-        detail = config.redact(f"HTTP {models.status} but not a model list: {excerpt(models.body) or '(empty)'}")
+        detail = config.redact(f"HTTP {models.status} but not a model list: {excerpt(models.body, secret=config.api_key) or '(empty)'}")
         return probe.stop("models", detail, BAD_RESPONSE, f"{config.url} does not look like an OpenAI-compatible endpoint")
     probe.models = [str(entry["id"]) for entry in entries if isinstance(entry, dict) and isinstance(entry.get("id"), str)]
     if config.model not in probe.models:
@@ -396,7 +493,7 @@ def check_once(
     choice = choices[0] if isinstance(choices, list) and choices else None
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(answer, dict) or not isinstance(choice, dict) or not isinstance(message, dict):
-        detail = config.redact(f"HTTP {completion.status} but no choice with a message: {excerpt(completion.body) or '(empty)'}")
+        detail = config.redact(f"HTTP {completion.status} but no choice with a message: {excerpt(completion.body, secret=config.api_key) or '(empty)'}")
         return probe.stop("completion", detail, COMPLETION_FAILED, failing)
     content = message.get("content")
     reasoning = message.get("reasoning") or message.get("reasoning_content")
@@ -440,7 +537,9 @@ class WaitOutcome:
         return self.config.redact(message)
 
     def as_dict(self) -> dict[str, t.Any]:
+        """The module's return values; every text a server gave, the API key redacted."""
         probe = self.probe
+        secret = self.config.api_key
         return {
             "ready": probe.ready,
             "state": probe.state,
@@ -449,12 +548,12 @@ class WaitOutcome:
             "elapsed": round(self.elapsed, 3),
             "attempts": self.attempts,
             "health_status": probe.health_status,
-            "models": list(probe.models),
+            "models": redact_value(list(probe.models), secret),
             "steps": {step: self.config.redact(probe.steps[step]) for step in STEPS},
-            "content": probe.content,
-            "reasoning": probe.reasoning,
-            "finish_reason": probe.finish_reason,
-            "usage": dict(probe.usage),
+            "content": redact_value(probe.content, secret),
+            "reasoning": redact_value(probe.reasoning, secret),
+            "finish_reason": redact_value(probe.finish_reason, secret),
+            "usage": redact_value(dict(probe.usage), secret),
         }
 
 

@@ -47,7 +47,9 @@ options:
     description:
       - "The API key of the server (C(vllm serve --api-key)), sent as C(Authorization: Bearer <api_key>) to C(/v1/models)
         and C(/v1/chat/completions) only, and never to a redirect's target."
-      - It is not returned, and is masked in the messages should the server echo it.
+      - It is not returned, and is masked in everything returned should the server echo it, also JSON-escaped
+        (V(\\/), V(\\u002f)), split by whitespace, or cut by the 300-character excerpt of a body (a start of it of
+        8 characters or more that ends an excerpt is masked).
     type: str
   timeout:
     description:
@@ -97,9 +99,11 @@ options:
   use_proxy:
     description:
       - Whether to go through the proxy that the environment of the module sets (C(http_proxy), C(https_proxy),
-        C(no_proxy)).
+        C(all_proxy), C(no_proxy)).
+      - Off by default, so that the requests go straight to O(url), since a proxy would get O(api_key) in the
+        C(Authorization) header (in clear text for an V(http) O(url)). Turn it on only for a proxy you trust with the key.
     type: bool
-    default: true
+    default: false
   fail_on_timeout:
     description:
       - Fail the task when the endpoint is not ready after O(timeout).
@@ -114,6 +118,10 @@ notes:
     answering 503; a multi-node load of a large model can take 15 minutes or more.
   - The result's RV(state) is the last attempt's, unless the deadline cut that one short, in which case it is the
     attempt before it.
+  - The requests ignore the proxies of the environment unless O(use_proxy=true); before this, the default was to use
+    them, and O(api_key) went to the proxy.
+  - The body of an HTTP 401 or 403 answer is never shown, since it may echo the credentials; RV(steps) gives only the
+    status.
 seealso:
   - name: vLLM OpenAI-compatible server
     description: The endpoints C(vllm serve) offers.
@@ -216,6 +224,7 @@ steps:
     - "The outcome of each request of the reported attempt, in words, such as V(connection refused), V(HTTP 503),
       V(lists qwen3.5-122b) or V(HTTP 500: <the first 300 characters of the body>). A request that was not made
       says V(not tried) and, when it is so, why."
+    - "An HTTP 401 or 403 answer is shown without its body, as V(HTTP 401 (body dropped: it may echo credentials\\))."
   returned: always
   type: dict
   contains:
@@ -295,7 +304,7 @@ def main() -> None:
             "max_tokens": {"type": "int", "default": DEFAULT_MAX_TOKENS, "no_log": False},
             "chat_template_kwargs": {"type": "dict"},
             "validate_certs": {"type": "bool", "default": True},
-            "use_proxy": {"type": "bool", "default": True},
+            "use_proxy": {"type": "bool", "default": False},
             "fail_on_timeout": {"type": "bool", "default": True},
         },
         supports_check_mode=True,

@@ -10,6 +10,7 @@ test sets. The loop's timing rules are tested with an injected opener and :class
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import http.client
 import json
@@ -41,7 +42,10 @@ from fake_clock import FakeClock
 
 MODEL = "tiny-moe"
 SECRET = "sk-test-6d1f0c2a9b8e"
+# A key with characters that JSON writers escape (``/`` as ``\/`` in PHP and Java, ``+`` as ``\u002b``), as in the review.
+SLASHED_KEY = "sk-live-0123456789abcdefGHIJ/KLMN+opq"
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY")
+DROPPED = "(body dropped: it may echo credentials)"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -212,6 +216,60 @@ class FakeVllm:
             return [f"{seen.method} {seen.path}" for seen in self.requests]
 
 
+class FakeProxy:
+    """A local HTTP proxy that records what each client sent it (the request line and headers) and answers 502."""
+
+    def __init__(self) -> None:
+        self.received: list[bytes] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(8)
+        self._sock.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _address = self._sock.accept()
+            except OSError:  # the poll's timeout
+                continue
+            with conn:
+                conn.settimeout(2)
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                except OSError:
+                    pass
+                with self._lock:
+                    self.received.append(data)
+                with contextlib.suppress(OSError):
+                    conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+
+    def seen(self) -> list[bytes]:
+        with self._lock:
+            return list(self.received)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._sock.close()
+
+
+def point_proxies_at(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """Set every proxy variable of the environment to ``url``, with no ``no_proxy``: a head whose shell exports a proxy."""
+    for name in PROXY_VARIABLES:
+        if name.lower() != "no_proxy":
+            monkeypatch.setenv(name, url)
+
+
 @pytest.fixture(autouse=True)
 def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     """Requests to 127.0.0.1 must not go through a proxy the test machine's environment may set."""
@@ -233,6 +291,17 @@ def bound_server() -> Iterator[FakeVllm]:
 def server(bound_server: FakeVllm) -> FakeVllm:
     bound_server.listen()
     return bound_server
+
+
+@pytest.fixture
+def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProxy]:
+    """A proxy that every proxy variable of the environment names."""
+    fake = FakeProxy()
+    point_proxies_at(monkeypatch, fake.url)
+    try:
+        yield fake
+    finally:
+        fake.close()
 
 
 @pytest.fixture
@@ -534,7 +603,7 @@ def test_api_key_missing(server: FakeVllm) -> None:
     outcome = wait(server.url, timeout=0.2)
     result = outcome.as_dict()
     assert (result["ready"], result["state"]) == (False, "unauthorized")
-    assert result["steps"]["models"] == 'HTTP 401: {"error": "Unauthorized"}'
+    assert result["steps"]["models"] == f"HTTP 401 {DROPPED}"
     assert outcome.message().endswith(". the API key is missing: /v1/models answers HTTP 401 and no api_key was given")
 
 
@@ -553,7 +622,7 @@ def test_api_key_refused_by_the_completion_only(server: FakeVllm) -> None:
     server.set("POST", "/v1/chat/completions", Reply(403, {"error": "Forbidden"}))
     outcome = wait(server.url, timeout=0.2, api_key=SECRET)
     assert outcome.probe.state == "unauthorized"
-    assert outcome.probe.steps["completion"] == 'HTTP 403: {"error": "Forbidden"}'
+    assert outcome.probe.steps["completion"] == f"HTTP 403 {DROPPED}"
     assert outcome.message().endswith(". the API key was refused (HTTP 403 from /v1/chat/completions); check api_key against the server's --api-key")
 
 
@@ -572,6 +641,109 @@ def test_api_key_echoed_by_the_server_is_masked(server: FakeVllm) -> None:
     outcome = wait(server.url, timeout=0.2, api_key=SECRET)
     assert outcome.probe.state == "completion_failed"
     assert outcome.as_dict()["steps"]["completion"] == 'HTTP 500: {"message": "bad request from key ********"}'
+    assert SECRET not in whole_output(outcome)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Security review finding 17: the API key never reaches a proxy, nor the output in any form
+
+
+def echo_authorization(status: int, before: str = "", after: str = "", escape_slash: bool = False) -> Callable[[Seen], Reply]:
+    """A route that answers ``status`` with the request's ``Authorization`` header in its body, as some servers do."""
+
+    def route(seen: Seen) -> Reply:
+        echoed = seen.headers.get("Authorization", "")
+        return Reply(status, before + (echoed.replace("/", "\\/") if escape_slash else echoed) + after)
+
+    return route
+
+
+def test_a_proxy_in_the_environment_never_gets_the_key(server: FakeVllm, proxy: FakeProxy) -> None:
+    """http_proxy (and the rest) set on the head, without no_proxy for the fabric: the requests still go to the server."""
+    server.api_key = SECRET
+    outcome = wait(server.url, api_key=SECRET)
+    assert proxy.seen() == []  # nobody connected to the proxy
+    assert outcome.ready is True
+    assert [seen.headers.get("Authorization") for seen in server.requests] == [None, f"Bearer {SECRET}", f"Bearer {SECRET}"]
+
+
+def test_use_proxy_goes_through_the_proxy_only_when_asked(server: FakeVllm, proxy: FakeProxy) -> None:
+    """The opt-in still works, and shows the fake proxy sees what such a client sends it (the key included)."""
+    config = EndpointConfig(url=server.url, model=MODEL, api_key=SECRET, request_timeout=5.0)
+    outcome = wait_ready(config, timeout=0, interval=0.1, opener=ansible_opener(use_proxy=True))
+    assert (outcome.probe.state, outcome.probe.steps["health"], outcome.probe.steps["models"]) == ("http_error", "HTTP 502", "HTTP 502")
+    assert server.requests == []
+    seen = proxy.seen()
+    assert [data.split(b"\r\n", 1)[0] for data in seen] == [f"GET {server.url}/health HTTP/1.1".encode(), f"GET {server.url}/v1/models HTTP/1.1".encode()]
+    assert f"Bearer {SECRET}".encode() in seen[1]
+
+
+@pytest.mark.parametrize("inside", [3, 8, 14, len(SECRET) - 1])
+def test_a_key_cut_by_the_excerpt_is_masked_whole(server: FakeVllm, inside: int) -> None:
+    """A long body echoing the key where the 300-character cut falls ``inside`` characters into it."""
+    filler = "x" * (300 - len("Bearer ") - inside)
+    server.set("POST", "/v1/chat/completions", echo_authorization(500, before=filler, after=" was refused"))
+    outcome = wait(server.url, timeout=0.2, api_key=SECRET)
+    assert outcome.probe.state == "completion_failed"
+    assert outcome.as_dict()["steps"]["completion"] == "HTTP 500: " + (filler + "Bearer ******** was refused")[:300]
+    assert SECRET[:inside] not in whole_output(outcome)
+
+
+@pytest.mark.parametrize("kept", [8, 12, len(SECRET) - 1])
+def test_a_start_of_the_key_that_ends_the_body_is_masked(server: FakeVllm, kept: int) -> None:
+    """A server that cut its own echo of the key after ``kept`` characters: that start of the key ends the excerpt."""
+    server.set("POST", "/v1/chat/completions", Reply(500, f"bad header: Bearer {SECRET[:kept]}"))
+    outcome = wait(server.url, timeout=0.2, api_key=SECRET)
+    assert outcome.as_dict()["steps"]["completion"] == "HTTP 500: bad header: Bearer ********"
+    assert SECRET[:8] not in whole_output(outcome)
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        pytest.param(
+            json.dumps({"detail": f"bad token {SLASHED_KEY}"}).replace("/", "\\/"), '{"detail": "bad token ********"}', id="slash escaped (PHP, Java)"
+        ),
+        pytest.param('{"detail": "' + "".join(f"\\u{ord(c):04x}" for c in SLASHED_KEY) + '"}', '{"detail": "********"}', id="every character as uXXXX"),
+        pytest.param(f'{{"detail": "{SLASHED_KEY}"}}'.replace("+", "\\u002B"), '{"detail": "********"}', id="plus as u002B"),
+        pytest.param(
+            json.dumps({"error": json.dumps({"detail": SLASHED_KEY}).replace("/", "\\/")}),
+            '{"error": "{\\"detail\\": \\"********\\"}"}',
+            id="escaped twice (JSON in JSON)",
+        ),
+        pytest.param(f"token: {SLASHED_KEY[:10]}\n{SLASHED_KEY[10:]}", "token: ********", id="split by a newline"),
+        pytest.param(json.dumps({"detail": f"{SLASHED_KEY[:10]}\n{SLASHED_KEY[10:]}"}), '{"detail": "********"}', id="split by an escaped newline"),
+    ],
+)
+def test_a_key_echoed_json_escaped_or_split_is_masked(server: FakeVllm, body: str, shown: str) -> None:
+    server.set("POST", "/v1/chat/completions", Reply(500, body))
+    outcome = wait(server.url, timeout=0.2, api_key=SLASHED_KEY)
+    assert outcome.probe.state == "completion_failed"
+    assert outcome.as_dict()["steps"]["completion"] == f"HTTP 500: {shown}"
+    assert SLASHED_KEY[:8] not in whole_output(outcome)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+@pytest.mark.parametrize(("method", "path", "step"), [("GET", "/v1/models", "models"), ("POST", "/v1/chat/completions", "completion")])
+def test_a_401_or_403_body_is_dropped(server: FakeVllm, status: int, method: str, path: str, step: str) -> None:
+    """A 401 or 403 that echoes the Authorization header (``/`` escaped): only the status is shown."""
+    server.set(method, path, echo_authorization(status, before='{"detail": "bad auth header: ', after='"}', escape_slash=True))
+    outcome = wait(server.url, timeout=0.2, api_key=SLASHED_KEY)
+    result = outcome.as_dict()
+    assert (result["state"], result["steps"][step]) == ("unauthorized", f"HTTP {status} {DROPPED}")
+    assert "bad auth header" not in whole_output(outcome)
+    assert SLASHED_KEY[:8] not in whole_output(outcome)
+
+
+def test_an_answer_echoing_the_key_is_masked_in_every_return_value(server: FakeVllm) -> None:
+    """A hostile server that puts the key in the answer's fields and in the model list."""
+    server.set("GET", "/v1/models", models_reply(MODEL, f"model-{SECRET}"))
+    server.set("POST", "/v1/chat/completions", chat_reply(content=f"your key: {SECRET}", finish_reason=SECRET, reasoning=f"it is {SECRET}"))
+    outcome = wait(server.url, api_key=SECRET)
+    result = outcome.as_dict()
+    assert result["ready"] is True
+    assert (result["content"], result["reasoning"], result["finish_reason"]) == ("your key: ********", "it is ********", "********")
+    assert result["models"] == [MODEL, "model-********"]
     assert SECRET not in whole_output(outcome)
 
 

@@ -19,12 +19,17 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.module_utils import _openai_endpoint
 from ansible_collections.sparkops.inference.plugins.modules import openai_endpoint
 from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_openai_endpoint import (
+    DROPPED,
     MODEL,
     PROXY_VARIABLES,
+    SLASHED_KEY,
+    FakeProxy,
     FakeVllm,
     Reply,
     chat_reply,
+    echo_authorization,
     models_reply,
+    point_proxies_at,
 )
 from fake_clock import FakeClock
 
@@ -77,6 +82,17 @@ def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     """Requests to 127.0.0.1 must not go through a proxy the test machine's environment may set."""
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProxy]:
+    """A proxy that every proxy variable of the environment names."""
+    fake = FakeProxy()
+    point_proxies_at(monkeypatch, fake.url)
+    try:
+        yield fake
+    finally:
+        fake.close()
 
 
 @pytest.fixture
@@ -226,6 +242,60 @@ def test_echoed_key_is_masked(server: FakeVllm, capsys: pytest.CaptureFixture[st
     assert run.result["failed"] is True
     assert run.result["steps"]["completion"].startswith("HTTP 500: request with key ")
     assert SECRET not in run.output
+
+
+def test_a_proxy_in_the_environment_is_not_used_by_default(server: FakeVllm, proxy: FakeProxy, capsys: pytest.CaptureFixture[str]) -> None:
+    """Security review finding 17: http_proxy set where the module runs, no no_proxy: the key never reaches the proxy."""
+    server.api_key = SECRET
+    run = run_module({"url": server.url, "model": MODEL, "api_key": SECRET}, capsys)
+    assert proxy.seen() == []  # nobody connected to the proxy
+    assert run.result["ready"] is True, run.result
+    assert [seen.headers.get("Authorization") for seen in server.requests] == [None, f"Bearer {SECRET}", f"Bearer {SECRET}"]
+
+
+def test_use_proxy_true_goes_through_the_proxy(server: FakeVllm, proxy: FakeProxy, capsys: pytest.CaptureFixture[str]) -> None:
+    """The opt-in still works (and the fake proxy sees such a client: the test above is not vacuous)."""
+    run = run_module({"url": server.url, "model": MODEL, "use_proxy": True, "timeout": 0, "fail_on_timeout": False}, capsys)
+    assert (run.result["state"], run.result["steps"]["health"]) == ("http_error", "HTTP 502")
+    assert len(proxy.seen()) == 2 and server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("route", "step", "shown"),
+    [
+        pytest.param(
+            ("POST", "/v1/chat/completions", echo_authorization(500, before="x" * (300 - len("Bearer ") - 12), after=" was refused")),
+            "completion",
+            "HTTP 500: " + ("x" * (300 - len("Bearer ") - 12) + "Bearer ******** was refused")[:300],
+            id="cut by the excerpt inside the key",
+        ),
+        pytest.param(
+            ("POST", "/v1/chat/completions", echo_authorization(500, before='{"detail": "bad auth header: ', after='"}', escape_slash=True)),
+            "completion",
+            'HTTP 500: {"detail": "bad auth header: Bearer ********"}',
+            id="JSON-escaped",
+        ),
+        pytest.param(
+            ("GET", "/v1/models", echo_authorization(401, before='{"detail": "bad auth header: ', after='"}', escape_slash=True)),
+            "models",
+            f"HTTP 401 {DROPPED}",
+            id="401",
+        ),
+        pytest.param(
+            ("POST", "/v1/chat/completions", echo_authorization(403, before='{"detail": "bad auth header: ', after='"}', escape_slash=True)),
+            "completion",
+            f"HTTP 403 {DROPPED}",
+            id="403",
+        ),
+    ],
+)
+def test_an_echoed_key_is_never_shown(server: FakeVllm, capsys: pytest.CaptureFixture[str], route: tuple[str, str, t.Any], step: str, shown: str) -> None:
+    """Security review finding 17: Ansible's no_log masks the key only as it is; the module masks its other forms."""
+    server.set(*route)
+    run = run_module({"url": server.url, "model": MODEL, "api_key": SLASHED_KEY, "timeout": 2}, capsys)
+    assert run.result["failed"] is True
+    assert run.result["steps"][step] == shown
+    assert SLASHED_KEY[:8] not in run.output
 
 
 @pytest.mark.parametrize(
