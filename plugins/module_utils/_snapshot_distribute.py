@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import abc
 import inspect
+import ipaddress
 import os
+import re
 import shlex
 import sys
 import threading
@@ -68,6 +70,12 @@ STDERR_TAIL = 2000
 Node = t.Optional[str]  # noqa: UP045 - an alias is evaluated at import, and `str | None` needs Python 3.10
 
 
+# What ssh takes as a user, and as a target host: never a word starting with "-" (ssh would parse
+# "-oProxyCommand=...@host" as an option and run the command). POSIX user names; an IP address or a DNS name.
+SSH_USER = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,31}")
+SSH_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*\.?")
+
+
 class DistributeError(Exception):
     """The distribution cannot start or did not finish; the message names the file, link or node.
 
@@ -77,6 +85,18 @@ class DistributeError(Exception):
     def __init__(self, message: str, result: Result | None = None) -> None:
         super().__init__(message)
         self.result = result
+
+
+def check_ssh_target(host: str) -> str:
+    """``host`` when ssh and rsync can only read it as a host (an IP address or a DNS name), else DistributeError."""
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    if len(host) <= 253 and SSH_HOST_NAME.fullmatch(host):
+        return host
+    raise DistributeError(f"target {host!r} is not an IP address or a host name (a word ssh could read as an option is refused)")
 
 
 def node_name(node: Node) -> str:
@@ -166,6 +186,11 @@ class SshTransport(Transport):
         python: str = "python3",
     ) -> None:
         super().__init__(rsync, python)
+        if not SSH_USER.fullmatch(user):
+            raise DistributeError(
+                f"ssh_user {user!r} is not a user name (letters, digits, '.', '_', '-', not first, at most 32): "
+                "ssh would read a word starting with '-' as an option"
+            )
         self.user = user
         self.key = key
         self.known_hosts = known_hosts

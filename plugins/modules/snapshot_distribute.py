@@ -77,6 +77,8 @@ options:
   ssh_user:
     description:
       - The user ssh logs in as on the targets; it must be able to write O(repo_dir).
+      - A POSIX user name (letters, digits, C(.), C(_), C(-), not first, at most 32 characters); anything else fails
+        the module before any command runs (ssh reads a word starting with C(-) as an option).
     type: str
     default: root
   ssh_key:
@@ -302,6 +304,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distr
     TOPOLOGIES,
     DistributeError,
     SshTransport,
+    check_ssh_target,
     distribute,
 )
 
@@ -332,6 +335,8 @@ def main() -> None:
         module.fail_json(msg=f"ssh_port must be between 1 and 65535, not {p['ssh_port']}", changed=False)
     control_dir = (p["ssh_control_dir"] or (os.path.dirname(p["ssh_key"]) if p["ssh_key"] else None)) if p["ssh_multiplex"] else None
     try:
+        for target in p["targets"]:
+            check_ssh_target(target)
         transport = SshTransport(
             user=p["ssh_user"],
             key=p["ssh_key"],

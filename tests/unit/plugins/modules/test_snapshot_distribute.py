@@ -148,6 +148,26 @@ def test_a_control_dir_too_long_fails_naming_it(tmp_path: Path, capsys: pytest.C
     assert result["failed"] is True and long_dir in result["msg"] and "too long" in result["msg"]
 
 
+@pytest.mark.parametrize("user", ["-oProxyCommand=touch /tmp/pwned", "root -oProxyCommand=x", "", "r" * 33])
+def test_an_ssh_user_ssh_would_read_as_an_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], user: str) -> None:
+    """The review's attack: ``model_sync_ssh_user: "-oProxyCommand=touch /tmp/x"`` made ssh run the command as root on
+    the head (``-oProxyCommand=...@192.168.100.11`` is an option). Refused before any command runs, naming ssh_user."""
+    build_head(tmp_path)
+    with patch_module_args({"repo_dir": REPO, "targets": TARGETS[:1], "ssh_user": user}), pytest.raises(SystemExit):
+        snapshot_distribute.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result["failed"] is True and result["msg"].startswith(f"ssh_user {user!r} is not a user name"), result
+    assert result["changed"] is False
+
+
+@pytest.mark.parametrize("target", ["-oProxyCommand=touch /tmp/pwned", "host name", "a;b"])
+def test_a_target_ssh_would_read_as_an_option_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str) -> None:
+    build_head(tmp_path)
+    result = run_module({"repo_dir": REPO, "targets": [TARGETS[0], target]}, tmp_path, capsys)
+    assert result.result["failed"] is True and result.result["msg"].startswith(f"target {target!r} is not an IP address or a host name")
+    result.ssh.assert_not_called()
+
+
 def test_a_failure_returns_what_was_sent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     build_head(tmp_path)
     # the second target's folder cannot be created: a file stands where its /var is
