@@ -39,7 +39,10 @@ def nodes(n: int) -> list[str]:
 
 
 def alive() -> int:
-    proc = subprocess.run(["podman", "exec", HEAD, "/opt/sparkops/ray/bin/python", "-c", ALIVE.format(ip=HEAD_IP)], capture_output=True, text=True, check=False)
+    # The cluster's token (the ray_cluster role's Ray token authentication): the mode and the token file's path.
+    auth = ["--env", "RAY_AUTH_MODE=token", "--env", "RAY_AUTH_TOKEN_PATH=/etc/sparkops/private/ray-auth-token"]
+    argv = ["podman", "exec", *auth, HEAD, "/opt/sparkops/ray/bin/python", "-c", ALIVE.format(ip=HEAD_IP)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     return int(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 and proc.stdout.strip() else 0
 
 

@@ -163,7 +163,8 @@ def reboot(runs: int) -> list[str]:
                     pass
             if "ray" not in times:
                 check = "import json,ray;ray.init(address='auto',logging_level='ERROR');print(sum(1 for n in ray.nodes() if n['Alive']))"
-                alive = sh(["podman", "exec", "spark-head", "/opt/sparkops/ray/bin/python", "-c", check], check=False).stdout.strip()
+                auth = ["--env", "RAY_AUTH_MODE=token", "--env", "RAY_AUTH_TOKEN_PATH=/etc/sparkops/private/ray-auth-token"]
+                alive = sh(["podman", "exec", *auth, "spark-head", "/opt/sparkops/ray/bin/python", "-c", check], check=False).stdout.strip()
                 if alive.splitlines() and alive.splitlines()[-1] == str(len(nodes)):
                     times["ray"] = time.monotonic() - start
             if "serving" not in times and listed(url):

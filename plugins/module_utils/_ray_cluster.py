@@ -125,19 +125,30 @@ def script_args(address: str | None = None, node_ip_address: str | None = None) 
     return json.dumps({"address": address or None, "node_ip_address": node_ip_address or None}, sort_keys=True)
 
 
+def auth_environment(token_file: str | None) -> dict[str, str]:
+    """The environment that makes a Ray client use the cluster's token (Ray 2.52+ token mode): the mode and the path
+    of the file that holds it, never the token itself (the file is read by Ray's C++ token loader)."""
+    if not token_file:
+        return {}
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": token_file}
+
+
 def build_argv(
     python: str,
     address: str | None = None,
     node_ip_address: str | None = None,
     container: str | None = None,
     docker: str | None = None,
+    environment: t.Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The argv that runs :data:`SCRIPT`, prefixed with ``docker exec <container>`` when ``container`` is set."""
+    """The argv that runs :data:`SCRIPT`, prefixed with ``docker exec <container>`` when ``container`` is set (with
+    ``environment`` as ``--env`` options there; on the host the caller passes it to the process)."""
     argv = [python, "-c", SCRIPT, script_args(address, node_ip_address)]
     if container:
         if not docker:
             raise RayClusterError(f"container {container!r} is set but no docker binary was given")
-        argv = [docker, "exec", container, *argv]
+        options = [word for name, value in sorted((environment or {}).items()) for word in ("--env", f"{name}={value}")]
+        argv = [docker, "exec", *options, container, *argv]
     return argv
 
 

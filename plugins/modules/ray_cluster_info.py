@@ -46,6 +46,16 @@ options:
       - Run the program inside this running container with C(docker exec), for Ray running in a container with
         host networking. The C(docker) binary must be on the managed host.
     type: str
+  auth_token_file:
+    description:
+      - The file holding the cluster's token, for a cluster with Ray's token authentication (C(RAY_AUTH_MODE=token),
+        Ray 2.52 or later), such as the one the R(sparkops.inference.ray_cluster,ansible_collections.sparkops.inference.ray_cluster_role)
+        role forms (V(/etc/sparkops/private/ray-auth-token)).
+      - The program runs with C(RAY_AUTH_MODE=token) and C(RAY_AUTH_TOKEN_PATH) set to this path (inside O(container)
+        when that is set); the token itself is never in its arguments, its environment or the result.
+      - When not set, the program runs with the environment the module has; a cluster with token authentication then
+        refuses it, and the result says the cluster cannot be reached.
+    type: path
   expected_nodes:
     description:
       - The nodes the cluster must have, as a mapping of inventory host name to the node's IP address
@@ -210,6 +220,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster import (
     Probe,
     RayClusterError,
+    auth_environment,
     build_argv,
     parse_output,
     resolve_python,
@@ -224,6 +235,7 @@ def main() -> None:
             "address": {"type": "str"},
             "node_ip_address": {"type": "str"},
             "container": {"type": "str"},
+            "auth_token_file": {"type": "path"},
             "expected_nodes": {"type": "dict"},
             "expected_gpus_per_node": {"type": "float", "default": 0},
             "timeout": {"type": "int", "default": 0},
@@ -257,9 +269,11 @@ def main() -> None:
             module.fail_json(msg=f"the Ray interpreter {python} is not an executable on this host (is Ray installed?)", **result)
         python = found
 
+    environment = auth_environment(params["auth_token_file"])
+
     def probe() -> Probe:
-        argv = build_argv(python, address, params["node_ip_address"], container, docker)
-        rc, stdout, stderr = module.run_command(argv, expand_user_and_vars=False)
+        argv = build_argv(python, address, params["node_ip_address"], container, docker, environment)
+        rc, stdout, stderr = module.run_command(argv, expand_user_and_vars=False, environ_update={} if container else environment)
         return parse_output(rc, stdout, stderr, python, where)
 
     try:

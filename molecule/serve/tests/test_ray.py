@@ -20,6 +20,9 @@ FABRIC = ipaddress.ip_network(os.environ["RAY_LAB_FABRIC_SUBNET"])
 NODES = int(os.environ["RAY_LAB_NODES"])
 PROJECT = os.environ["RAY_LAB_PROJECT"]
 PYTHON = "/opt/sparkops/ray/bin/python"
+TOKEN_FILE = "/etc/sparkops/private/ray-auth-token"
+# What the ray_cluster role's clients run with (its /etc/sparkops/ray.env): Ray's token mode and the token's path.
+WITH_TOKEN = f"env RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH={TOKEN_FILE}"
 NODES_SCRIPT = (
     "import json, ray; ray.init(address='{addr}', _node_ip_address='{ip}', logging_level='ERROR', log_to_driver=False);"
     "print(json.dumps([{{'ip': n['NodeManagerAddress'], 'alive': n['Alive'], 'gpus': n['Resources'].get('GPU', 0)}} for n in ray.nodes()]))"
@@ -35,7 +38,7 @@ def fabric_ip(host: t.Any) -> str:
 
 
 def alive_nodes(head: t.Any) -> list[dict[str, t.Any]]:
-    result = head.run(f'{PYTHON} -c "{NODES_SCRIPT.format(addr=f"{HEAD_IP}:6379", ip=HEAD_IP)}"')
+    result = head.run(f'{WITH_TOKEN} {PYTHON} -c "{NODES_SCRIPT.format(addr=f"{HEAD_IP}:6379", ip=HEAD_IP)}"')
     if result.rc != 0:
         return []
     return [n for n in json.loads(result.stdout.strip().splitlines()[-1]) if n["alive"]]
@@ -70,7 +73,7 @@ def test_ray_status_lists_every_node_with_the_declared_gpus(cluster: list[dict[s
     # `ray status` shows the autoscaler's view, refreshed every few seconds: it may lag ray.nodes() briefly.
     deadline = time.monotonic() + 60
     while True:
-        status = head.check_output(f"/opt/sparkops/ray/bin/ray status --address {HEAD_IP}:6379")
+        status = head.check_output(f"{WITH_TOKEN} /opt/sparkops/ray/bin/ray status --address {HEAD_IP}:6379")
         active = re.search(r"Active:\n((?: \d+ node_\w+\n)+)", status + "\n")
         count = len(active.group(1).strip().splitlines()) if active else 0
         if count == NODES or time.monotonic() > deadline:
@@ -111,6 +114,47 @@ def test_fabric_environment(host: t.Any) -> None:
     assert env["MASTER_ADDR"] == HEAD_IP
     carry = json.loads(host.file(f"{env['VLLM_CONFIG_ROOT']}/ray_non_carry_over_env_vars.json").content_string)
     assert "VLLM_HOST_IP" in carry and "NCCL_SOCKET_IFNAME" in carry
+    # The engine's secrets stay on the head: vLLM's Ray executor copies every VLLM_* and HF_* variable otherwise.
+    assert {"VLLM_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} <= set(carry), carry
+
+
+def test_the_token_is_root_only_the_same_everywhere_and_never_in_a_unit_or_argv(host: t.Any, cluster: list[dict[str, t.Any]]) -> None:
+    folder, token = host.file("/etc/sparkops/private"), host.file(TOKEN_FILE)
+    assert (folder.user, folder.group, folder.mode) == ("root", "root", 0o700)
+    assert (token.user, token.group, token.mode) == ("root", "root", 0o600)
+    value = token.content_string
+    assert re.fullmatch(r"[0-9a-f]{64}", value), "the generated token is not 64 hex digits"
+    assert value == testinfra.get_host(f"podman://{HEAD}").file(TOKEN_FILE).content_string, "the nodes hold different tokens"
+    env = host.file("/etc/sparkops/ray.env").content_string
+    assert f"RAY_AUTH_MODE=token\nRAY_AUTH_TOKEN_PATH={TOKEN_FILE}\n" in env and value not in env
+    unit = "sparkops-ray-head" if is_head(host) else "sparkops-ray-worker"
+    assert value not in host.file(f"/etc/systemd/system/{unit}.service").content_string
+    assert value not in host.check_output(f"systemctl show {unit}")
+    pid = host.check_output("pgrep -o -f '^/opt/sparkops/ray/bin/python.*ray start'")
+    environ = host.file(f"/proc/{pid}/environ").content_string.split("\0")
+    assert "RAY_AUTH_MODE=token" in environ and f"RAY_AUTH_TOKEN_PATH={TOKEN_FILE}" in environ, environ
+    everything = host.check_output("ps -eo args") + host.check_output("journalctl --no-pager -o cat -u 'sparkops-*' 2>/dev/null || true")
+    assert value not in everything
+
+
+@pytest.mark.parametrize(
+    "credential",
+    ["", "RAY_AUTH_MODE=token RAY_AUTH_TOKEN=" + "0" * 64],
+    ids=["no token", "a wrong token"],
+)
+def test_a_ray_client_without_the_token_is_refused(credential: str, cluster: list[dict[str, t.Any]]) -> None:
+    """From another node of the fabric (the worker), a Ray client that would run a task on the cluster: refused by
+    the head's GCS without the token or with a wrong one; the same client with the token runs the task."""
+    worker = testinfra.get_host(f"podman://{os.environ['RAY_LAB_WORKERS'].split(',')[0]}")
+    task = "ray.remote(lambda: 'ran as ' + __import__('getpass').getuser()).remote()"
+    job = f"import ray; ray.init(address='{HEAD_IP}:6379', logging_level='ERROR'); print(ray.get({task}))"
+    # One connection attempt (Ray retries for about 20 s otherwise); RAY_AUTH_MODE unset: Ray's own default.
+    plain = f"env -u RAY_AUTH_MODE -u RAY_AUTH_TOKEN_PATH RAY_gcs_server_port_wait_time_s=1 {credential}"
+    refused = worker.run(f'timeout 60 {plain} {PYTHON} -c "{job}"')
+    assert refused.rc != 0 and "ran as" not in refused.stdout, refused.stdout
+    assert "Authentication token is missing or incorrect" in refused.stderr, refused.stderr[-2000:]
+    allowed = worker.run(f'timeout 60 {WITH_TOKEN} {PYTHON} -c "{job}"')
+    assert allowed.rc == 0 and "ran as root" in allowed.stdout, allowed.stderr[-2000:]
 
 
 def test_units_confine_ray_to_the_fabric(host: t.Any) -> None:

@@ -151,7 +151,8 @@ def test_preflight_refuses_rays_removed_docker_runtime(inventory: Path) -> None:
 
 def test_the_ray_role_alone_refuses_docker(inventory: Path) -> None:
     playbook = inventory.parent / "ray_role.yml"
-    playbook.write_text("- name: The ray_cluster role alone\n  hosts: spark-head\n  gather_facts: false\n  roles:\n    - role: sparkops.inference.ray_cluster\n")
+    role = "  roles:\n    - role: sparkops.inference.ray_cluster\n"
+    playbook.write_text("- name: The ray_cluster role alone\n  hosts: spark-head\n  gather_facts: false\n" + role)
     proc = play(inventory, playbook, "--check", "-e", "ray_cluster_runtime=docker")
     assert proc.returncode != 0, proc.stdout[-3000:]
     failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]

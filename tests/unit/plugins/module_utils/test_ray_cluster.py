@@ -23,6 +23,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster im
     SCRIPT,
     Probe,
     RayClusterError,
+    auth_environment,
     build_argv,
     describe_alive,
     evaluate,
@@ -128,6 +129,15 @@ def test_build_argv_without_address() -> None:
 def test_build_argv_in_a_container() -> None:
     argv = build_argv("python3", ADDRESS, None, container="ray-head", docker="/usr/bin/docker")
     assert argv == ["/usr/bin/docker", "exec", "ray-head", "python3", "-c", SCRIPT, script_args(ADDRESS)]
+
+
+def test_build_argv_in_a_container_passes_the_auth_environment_as_options() -> None:
+    environment = auth_environment("/etc/sparkops/private/ray-auth-token")
+    assert environment == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/etc/sparkops/private/ray-auth-token"}
+    argv = build_argv("python3", ADDRESS, None, container="ray-head", docker="/usr/bin/docker", environment=environment)
+    options = ["--env", "RAY_AUTH_MODE=token", "--env", "RAY_AUTH_TOKEN_PATH=/etc/sparkops/private/ray-auth-token"]
+    assert argv[:7] == ["/usr/bin/docker", "exec", *options, "ray-head"]
+    assert auth_environment(None) == auth_environment("") == {}
 
 
 def test_build_argv_container_needs_docker() -> None:

@@ -84,8 +84,19 @@ def test_versions_only(capsys: pytest.CaptureFixture[str]) -> None:
     run_command.assert_called_once()
     argv = run_command.call_args.args[0]
     assert argv == [sys.executable, "-c", SCRIPT, json.dumps({"address": None, "node_ip_address": None})]
-    assert run_command.call_args.kwargs == {"expand_user_and_vars": False}
+    assert run_command.call_args.kwargs == {"expand_user_and_vars": False, "environ_update": {}}
     get_bin_path.assert_not_called()
+
+
+def test_a_token_file_gives_ray_the_mode_and_the_path_never_the_token(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A cluster with token authentication refuses a client without the token: the module's program gets the mode and
+    the file's path in its environment (Ray's token loader reads the file), not the token in its arguments."""
+    token = tmp_path / "ray-auth-token"
+    token.write_text("f" * 64)
+    result, run_command, _get_bin_path = run_main({"python": sys.executable, "auth_token_file": str(token)}, capsys)
+    assert not result.get("failed"), result
+    assert run_command.call_args.kwargs["environ_update"] == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+    assert "f" * 64 not in json.dumps([run_command.call_args.args, result])
 
 
 def test_default_python_on_the_host(capsys: pytest.CaptureFixture[str]) -> None:
