@@ -58,6 +58,8 @@ METADATA_OPTIONS = ("-a", "--itemize-changes", f"--timeout={RSYNC_TIMEOUT}")
 # Sent in this order, each by its own rsync: a ref only appears once the snapshot it names is there.
 METADATA_DIRS = ("snapshots", "refs")
 TOPOLOGIES = ("chain", "star")
+# ssh's StrictHostKeyChecking values SshTransport takes: pinned keys only, or trust on first contact.
+HOST_KEY_CHECKING = ("yes", "accept-new")
 # How the head appears in results and messages.
 HEAD = "head"
 # ssh control sockets: <control_dir>/<MUX_NAME>-<40 hex>-<stream>; a Unix socket path has at most 107 bytes.
@@ -161,8 +163,10 @@ class SshTransport(Transport):
 
     The head sends with ``rsync ... -e "<ssh>" <paths> user@target:<dest>``; a worker relays with
     ``ssh ... user@source "rsync ... -e '<ssh>' <paths> user@target:<dest>"``, so ``key`` and ``known_hosts`` must be
-    the same paths on every node. Host keys not yet known are accepted and recorded (``accept-new``); a changed one
-    fails. ``ssh`` is the ssh program on every node.
+    the same paths on every node. ``host_key_checking`` is ssh's ``StrictHostKeyChecking``: ``yes`` (a host whose key
+    is not in ``known_hosts`` is refused: the keys are pinned there beforehand) or ``accept-new`` (an unknown key is
+    accepted and recorded on first contact, trusting whoever answers first); a changed key fails with both.
+    ``ssh`` is the ssh program on every node.
 
     With ``control_dir`` (a private folder at the same path on every node), each stream of each link keeps one ssh
     connection open for all its files (OpenSSH connection sharing: a master per stream, ``ControlPath``
@@ -184,14 +188,18 @@ class SshTransport(Transport):
         control_dir: str | None = None,
         control_persist: int = 60,
         python: str = "python3",
+        host_key_checking: str = "yes",
     ) -> None:
         super().__init__(rsync, python)
+        if host_key_checking not in HOST_KEY_CHECKING:
+            raise DistributeError(f"host_key_checking must be one of {', '.join(HOST_KEY_CHECKING)}, not {host_key_checking!r}")
         if not SSH_USER.fullmatch(user):
             raise DistributeError(
                 f"ssh_user {user!r} is not a user name (letters, digits, '.', '_', '-', not first, at most 32): "
                 "ssh would read a word starting with '-' as an option"
             )
         self.user = user
+        self.host_key_checking = host_key_checking
         self.key = key
         self.known_hosts = known_hosts
         self.port = port
@@ -218,7 +226,7 @@ class SshTransport(Transport):
             argv += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
         if self.control_dir is not None and stream is not None:
             argv += ["-o", "ControlMaster=no", "-o", f"ControlPath={self.control_path(stream)}"]
-        return argv + ["-o", "StrictHostKeyChecking=accept-new", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout}"]
+        return argv + ["-o", f"StrictHostKeyChecking={self.host_key_checking}", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout}"]
 
     def _detached(self, source: Node, argv: list[str], stream: int) -> list[str]:
         """``argv`` run on ``source`` with its stdio closed: a master that goes to the background (``-f``) must not hold

@@ -89,10 +89,21 @@ options:
     type: path
   ssh_known_hosts:
     description:
-      - The known hosts file ssh uses, the same path on every node. Unknown host keys are accepted and added to it
-        (C(StrictHostKeyChecking=accept-new)); a changed one fails.
+      - The known hosts file ssh uses, the same path on every node (the role model_sync writes the workers' host keys
+        there, read over Ansible's own connection).
       - Default ssh's own.
     type: path
+  ssh_host_key_checking:
+    description:
+      - C(strict) - a target whose host key is not in O(ssh_known_hosts) is refused (C(StrictHostKeyChecking=yes));
+        pin the keys there first.
+      - C(accept-new) - an unknown host key is accepted and added on first contact (trust on first use; whoever answers
+        on a target's address first is trusted from then on).
+      - A changed host key fails with both.
+    type: str
+    choices: [strict, accept-new]
+    default: strict
+    version_added: 1.1.0
   ssh_port:
     description:
       - The ssh port of the targets.
@@ -321,6 +332,7 @@ def main() -> None:
             "ssh_user": {"type": "str", "default": "root"},
             "ssh_key": {"type": "path"},
             "ssh_known_hosts": {"type": "path"},
+            "ssh_host_key_checking": {"type": "str", "choices": ["strict", "accept-new"], "default": "strict"},
             "ssh_port": {"type": "int", "default": 22},
             "ssh_multiplex": {"type": "bool", "default": True},
             "ssh_control_dir": {"type": "path"},
@@ -341,6 +353,7 @@ def main() -> None:
             user=p["ssh_user"],
             key=p["ssh_key"],
             known_hosts=p["ssh_known_hosts"],
+            host_key_checking="yes" if p["ssh_host_key_checking"] == "strict" else "accept-new",
             port=p["ssh_port"],
             rsync=p["rsync"],
             control_dir=control_dir,

@@ -67,6 +67,54 @@ def test_no_partial_file_left_and_workers_reachable_only_from_the_fabric() -> No
         assert all(line.startswith('from="192.168.200.0/24",restrict ') for line in sync_keys), sync_keys
 
 
+FABRIC_IP = {"model-spark-worker1": "192.168.200.72", "model-spark-worker2": "192.168.200.73"}  # molecule.yml
+KNOWN_HOSTS = "/etc/sparkops/model-sync/known_hosts"
+
+
+def host_key(name: str) -> str:
+    """A node's ed25519 host key as sshd presents it: type and base64 data."""
+    return " ".join(node(name).check_output("cat /etc/ssh/ssh_host_ed25519_key.pub").split()[:2])
+
+
+def test_every_node_knows_the_workers_by_their_pinned_host_keys_only() -> None:
+    expected = sorted(f"{FABRIC_IP[worker]} {host_key(worker)}" for worker in WORKERS)
+    for name in [HEAD, *WORKERS]:
+        assert sorted(node(name).file(KNOWN_HOSTS).content_string.splitlines()) == expected, name
+
+
+def distribute_check(known_hosts: str, checking: str) -> subprocess.CompletedProcess[str]:
+    """snapshot_distribute in check mode on the head (it lists the target's blobs over ssh, writes nothing)."""
+    args = (
+        f"repo_dir={REPO_DIR} targets={FABRIC_IP[WORKERS[0]]} ssh_key=/etc/sparkops/model-sync/id_ed25519 "
+        f"ssh_known_hosts={known_hosts} ssh_host_key_checking={checking}"
+    )
+    return subprocess.run(
+        ["ansible", "-i", os.environ["MOLECULE_INVENTORY_FILE"], HEAD, "--check", "-m", "sparkops.inference.snapshot_distribute", "-a", args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
+    )
+
+
+def test_a_host_key_nobody_pinned_is_refused_not_learned() -> None:
+    """The attack: whatever answers on a worker's fabric address with a key that is not the pinned one (an impostor
+    that got there first, or a worker reinstalled behind the cluster's back). Here the head's known hosts lack the
+    worker's key: the role's distribution refuses it; trust on first use (ssh's accept-new, the module's option,
+    before pinning the module's default) would send to it and learn its key."""
+    head, unpinned = node(HEAD), "/root/known_hosts-unpinned"
+    head.check_output(f"grep -v '^{FABRIC_IP[WORKERS[0]]} ' {KNOWN_HOSTS} > {unpinned}")
+    refused = distribute_check(unpinned, "strict")
+    assert refused.returncode != 0 and "Host key verification failed" in refused.stdout, refused.stdout[-2000:]
+    known = f"ssh-keygen -F {FABRIC_IP[WORKERS[0]]} -f {unpinned}"  # ssh may hash what it adds (HashKnownHosts)
+    assert head.run(known).rc == 1
+    learned = distribute_check(unpinned, "accept-new")  # the same run trusting on first use: it goes through
+    assert learned.returncode == 0, learned.stdout[-2000:]
+    assert head.run(known).rc == 0
+    head.check_output(f"rm -f {unpinned}")
+
+
 def test_a_truncated_shard_is_repaired_and_a_same_size_corruption_only_with_full_verification() -> None:
     truncated, corrupted = node(WORKERS[0]), node(WORKERS[1])
     shard = truncated.check_output(f"readlink -f {REPO_DIR}/snapshots/*/model-00002-of-00004.safetensors")

@@ -491,7 +491,7 @@ SSH = [
     "-o",
     "UserKnownHostsFile=/etc/sparkops/ssh/known_hosts",
     "-o",
-    "StrictHostKeyChecking=accept-new",
+    "StrictHostKeyChecking=yes",
     "-o",
     "BatchMode=yes",
     "-o",
@@ -516,8 +516,18 @@ def test_ssh_runs_a_quoted_command_on_a_target() -> None:
 
 def test_ssh_options_without_key_or_known_hosts() -> None:
     transport = SshTransport()
-    assert transport.ssh_command() == ["ssh", "-p", "22", "-o", "StrictHostKeyChecking=accept-new", "-o", "BatchMode=yes", "-o", "ConnectTimeout=30"]
+    assert transport.ssh_command() == ["ssh", "-p", "22", "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=30"]
     assert transport.rsync == "rsync" and transport.user == "root"
+
+
+def test_an_unknown_host_key_is_refused_unless_trust_on_first_use_is_asked() -> None:
+    """The attack: whoever answers first on a target's fabric address (before the real worker, or instead of it) gets
+    the model and the relay's commands, and is trusted from then on. Pinned keys only, by default."""
+    assert "StrictHostKeyChecking=yes" in SshTransport().ssh_command()
+    assert "StrictHostKeyChecking=accept-new" not in " ".join(ssh_transport().rsync_argv("10.0.0.1", "10.0.0.2", BLOB_OPTIONS, ["/a"], "/b/"))
+    assert "StrictHostKeyChecking=accept-new" in SshTransport(host_key_checking="accept-new").ssh_command()
+    with pytest.raises(DistributeError, match="host_key_checking must be one of yes, accept-new, not 'no'"):
+        SshTransport(host_key_checking="no")
 
 
 def test_rsync_from_the_head() -> None:
@@ -542,7 +552,7 @@ def test_rsync_relayed_by_a_worker() -> None:
     assert argv[-1] == (
         "rsync -a --partial-dir=.sparkops-partial --timeout=120 -e "
         "'ssh -p 2222 -i /etc/sparkops/ssh/id_ed25519 -o IdentitiesOnly=yes -o UserKnownHostsFile=/etc/sparkops/ssh/known_hosts "
-        "-o StrictHostKeyChecking=accept-new -o BatchMode=yes -o ConnectTimeout=30' "
+        "-o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=30' "
         f"{BLOBS}/abc root@192.168.100.12:{BLOBS}/"
     )
 

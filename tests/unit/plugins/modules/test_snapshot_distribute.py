@@ -67,6 +67,7 @@ def test_sends_the_model_and_a_rerun_changes_nothing(tmp_path: Path, capsys: pyt
         rsync="rsync",
         control_dir="/etc/sparkops/ssh",
         python="python3",
+        host_key_checking="yes",
     )
     assert result["changed"] is True
     assert result["topology"] == "chain" and result["streams"] == 4
@@ -112,12 +113,20 @@ def test_options_reach_the_transport(tmp_path: Path, capsys: pytest.CaptureFixtu
         "ssh_port": 2222,
         "rsync": "/usr/local/bin/rsync",
         "python": "/opt/py/bin/python3",
+        "ssh_host_key_checking": "accept-new",
         "_ansible_check_mode": True,
     }
     result, ssh = run_module(args, tmp_path, capsys)
     assert not result.get("failed"), result
     ssh.assert_called_once_with(
-        user="spark", key=None, known_hosts=None, port=2222, rsync="/usr/local/bin/rsync", control_dir=None, python="/opt/py/bin/python3"
+        user="spark",
+        key=None,
+        known_hosts=None,
+        port=2222,
+        rsync="/usr/local/bin/rsync",
+        control_dir=None,
+        python="/opt/py/bin/python3",
+        host_key_checking="accept-new",
     )
 
 
