@@ -83,10 +83,17 @@ def endpoint(node_count: int) -> None:
     cluster = yaml.safe_load((REPO / "inventories" / "lab" / "group_vars" / "all" / "cluster.yml").read_text())
     head = topology(node_count).head
     url = f"http://{head.mgmt_ip}:{cluster['sparkops_serve_port']}/v1"
+    # The API key the vllm_serve role generated (the lab inventory sets none): its copy on this controller
+    # (vllm_serve_api_key_controller_file's default). The command reads it from the file: the key is never printed,
+    # nor in curl's arguments (the header comes from a bash builtin through a pipe).
+    key_file = Path.home() / ".sparkops" / head.name / "vllm-api-key"
+    if not key_file.is_file():
+        raise LabError(f"no API key in {key_file}: the vllm_serve role keeps a copy there on the controller (site.yml did not serve?)")
     body = json.dumps({"model": cluster["sparkops_served_model_name"], "messages": [{"role": "user", "content": "Say hello in five words."}], "max_tokens": 48})
-    command = f"curl -sS --fail-with-body --max-time 120 {url}/chat/completions -H 'Content-Type: application/json' -d '{body}'"
-    print(f"\nThe endpoint, from this machine (the head's management address): {url}\nTry it:\n\n  {command}\n")
-    proc = subprocess.run(shlex.split(command), capture_output=True, text=True, check=False)
+    header = f"-H @<(printf 'Authorization: Bearer %s' \"$(cat {shlex.quote(str(key_file))})\")"
+    command = f"curl -sS --fail-with-body --max-time 120 {url}/chat/completions {header} -H 'Content-Type: application/json' -d '{body}'"
+    print(f"\nThe endpoint, from this machine (the head's management address): {url}\nThe API key: {key_file} (0600)\nTry it:\n\n  {command}\n")
+    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise LabError(f"the endpoint did not answer: curl exited {proc.returncode}: {(proc.stdout + proc.stderr).strip()[-800:]}")
     choice = json.loads(proc.stdout)["choices"][0]
