@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the openai_endpoint module: main() against the local OpenAI-compatible server of the module util's tests.
+"""Unit tests for the openai_endpoint module: main() against the local OpenAI-compatible server of tests/unit/fake_openai.py.
 
 Where the module waits, the wait loop gets a fake clock (its sleeps move the clock and return at once), while the
 HTTP requests are real.
@@ -18,20 +18,8 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.module_utils import _openai_endpoint
 from ansible_collections.sparkops.inference.plugins.modules import openai_endpoint
-from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_openai_endpoint import (
-    DROPPED,
-    MODEL,
-    PROXY_VARIABLES,
-    SLASHED_KEY,
-    FakeProxy,
-    FakeVllm,
-    Reply,
-    chat_reply,
-    echo_authorization,
-    models_reply,
-    point_proxies_at,
-)
 from fake_clock import FakeClock
+from fake_openai import DROPPED, MODEL, SLASHED_KEY, FakeProxy, FakeVllm, Reply, chat_reply, echo_authorization, models_reply
 
 SECRET = "sk-module-4f9a7e21c0d3"
 RESULT_KEYS = {
@@ -51,6 +39,8 @@ RESULT_KEYS = {
     "finish_reason",
     "usage",
 }
+
+pytestmark = pytest.mark.usefixtures("no_proxy")
 
 
 class Run(t.NamedTuple):
@@ -75,24 +65,6 @@ def run_module(args: dict[str, t.Any], capsys: pytest.CaptureFixture[str]) -> Ru
         openai_endpoint.main()
     output = capsys.readouterr().out
     return Run(json.loads(output), output, clock, calls)
-
-
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Requests to 127.0.0.1 must not go through a proxy the test machine's environment may set."""
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProxy]:
-    """A proxy that every proxy variable of the environment names."""
-    fake = FakeProxy()
-    point_proxies_at(monkeypatch, fake.url)
-    try:
-        yield fake
-    finally:
-        fake.close()
 
 
 @pytest.fixture
