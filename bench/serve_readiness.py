@@ -164,6 +164,7 @@ def reboot(runs: int) -> list[str]:
             if "ray" not in times:
                 check = "import json,ray;ray.init(address='auto',logging_level='ERROR');print(sum(1 for n in ray.nodes() if n['Alive']))"
                 auth = ["--env", "RAY_AUTH_MODE=token", "--env", "RAY_AUTH_TOKEN_PATH=/etc/sparkops/private/ray-auth-token"]
+                auth += ["--env", "RAY_TMPDIR=/var/lib/sparkops/tmp"]  # ray_cluster_temp_dir: where address='auto' looks
                 alive = sh(["podman", "exec", *auth, "spark-head", "/opt/sparkops/ray/bin/python", "-c", check], check=False).stdout.strip()
                 if alive.splitlines() and alive.splitlines()[-1] == str(len(nodes)):
                     times["ray"] = time.monotonic() - start

@@ -64,9 +64,10 @@ _RAY_FLAG_DEFAULTS = {"ray-client-server-port": 10001, "dashboard-agent-listen-p
 _RAY_WORKER_PORTS = (10002, 19999)
 _RAY_PORT_FLAG = re.compile(r"--((?:[a-z0-9]+-)*port|worker-port-list)(?:=(.*))?", re.DOTALL)
 
-# The fabric subnet: a fabric of Sparks is a point-to-point link or one switch's small subnet, and every address in
-# it is trusted (the ray_cluster units accept connections from it, ray_cluster_restrict_to_fabric). A prefix shorter
-# than /8 spans more than the widest private block (10.0.0.0/8), and 0.0.0.0/0 would let everyone in.
+# The fabric subnet: a fabric of Sparks is a point-to-point link or one switch's small subnet, where the nodes' fabric
+# addresses are (the ray_cluster units accept connections from those addresses only, ray_cluster_restrict_to_fabric;
+# the model-sync keys from the subnet). A prefix shorter than /8 spans more than the widest private block
+# (10.0.0.0/8), and 0.0.0.0/0 would let everyone in.
 MIN_FABRIC_PREFIX = 8
 # Blocks no interface can carry a fabric on. Link-local (169.254.0.0/16) stays allowed: a back-to-back cable may
 # carry only link-local addresses.

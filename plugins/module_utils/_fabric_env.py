@@ -92,6 +92,9 @@ def fabric_env(
 
 def render_env_file(env: t.Mapping[str, str], header: t.Sequence[str] = ()) -> str:
     """systemd EnvironmentFile syntax, which a shell reads the same way: ``NAME=value``, single-quoted when needed."""
+    for line in header:  # a line break would end the comment and make the rest a line of its own
+        if any(c in line for c in "\n\r\0"):
+            raise FabricEnvError(f"a header line of the environment file must be one line, got {line!r}")
     lines = [f"# {line}" for line in header]
     for name, value in env.items():
         if not _NAME.fullmatch(name):

@@ -157,12 +157,25 @@ def test_a_ray_client_without_the_token_is_refused(credential: str, cluster: lis
     assert allowed.rc == 0 and "ran as root" in allowed.stdout, allowed.stderr[-2000:]
 
 
-def test_units_confine_ray_to_the_fabric(host: t.Any) -> None:
+def test_units_confine_ray_to_the_nodes_fabric_addresses(host: t.Any, cluster: list[dict[str, t.Any]]) -> None:
+    """systemd's own reading of the fence: localhost and each node's fabric address, not the fabric subnet (another
+    host on the fabric is not a node). The lab's host runs cgroup v1, where systemd cannot enforce it."""
     unit = "sparkops-ray-head" if is_head(host) else "sparkops-ray-worker"
-    allow = host.check_output(f"systemctl show -p IPAddressAllow --value {unit}")
+    allow = set(host.check_output(f"systemctl show -p IPAddressAllow --value {unit}").split())
     deny = host.check_output(f"systemctl show -p IPAddressDeny --value {unit}")
-    assert str(FABRIC) in allow and "127.0.0.0/8" in allow, allow
-    assert "0.0.0.0/0" in deny, deny
+    assert allow == {"127.0.0.0/8", "::1/128", *(f"{n['ip']}/32" for n in cluster)}, allow
+    assert str(FABRIC) not in allow and "0.0.0.0/0" in deny, (allow, deny)
+
+
+def test_ray_keeps_its_sessions_and_sockets_in_a_root_only_folder(host: t.Any, cluster: list[dict[str, t.Any]]) -> None:
+    """Not /tmp/ray, which another local user could make first: Ray makes its temp dir world-writable, so the folder
+    around it is root's, 0700."""
+    folder = host.file("/var/lib/sparkops/tmp")
+    assert (folder.user, folder.group, folder.mode) == ("root", "root", 0o700)
+    pid = host.check_output("pgrep -o -f '^/opt/sparkops/ray/bin/python.*ray start'")
+    assert "--temp-dir=/var/lib/sparkops/tmp/ray" in host.file(f"/proc/{pid}/cmdline").content_string.split("\0")
+    assert host.file("/var/lib/sparkops/tmp/ray/session_latest/sockets/raylet").is_socket
+    assert "RAY_TMPDIR=/var/lib/sparkops/tmp\n" in host.file("/etc/sparkops/ray.env").content_string
 
 
 def test_no_ray_listener_bound_to_the_management_address(host: t.Any, cluster: list[dict[str, t.Any]]) -> None:

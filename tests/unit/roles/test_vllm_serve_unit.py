@@ -2,15 +2,22 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The vllm_serve role's unit and gate settings as Ansible renders them (its defaults and vars, its templates), for
-the cases the lab cannot run: the docker runtime, and flags that need escaping for systemd."""
+the cases the lab cannot run: the docker runtime, and flags that need escaping for systemd.
+
+Hostile values are read back as systemd reads the unit (tests/unit/systemd_syntax.py: ``systemd-analyze`` where it is
+installed, else its model): each reaches vLLM's argv (or the unit's description) exactly, and a line break is refused
+naming its variable."""
 
 from __future__ import annotations
 
 import json
 import sys
+import typing as t
 from pathlib import Path
 
-from ansible_run import run_playbook
+import pytest
+import systemd_syntax
+from ansible_run import play, run_playbook
 
 REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "vllm_serve"
@@ -46,11 +53,8 @@ PLAYBOOK = """
 """
 
 
-def render(tmp_path: Path, **extra: object) -> dict[str, str]:
-    """Render for a head and a worker; return the files written, by name."""
-    out = tmp_path / "out"
-    out.mkdir()
-    inventory = {
+def inventory() -> dict[str, t.Any]:
+    return {
         "all": {
             "vars": {
                 "ansible_connection": "local",
@@ -70,7 +74,13 @@ def render(tmp_path: Path, **extra: object) -> dict[str, str]:
             },
         }
     }
-    run_playbook(tmp_path, inventory, PLAYBOOK.format(role=ROLE, out=out), extra)
+
+
+def render(tmp_path: Path, **extra: object) -> dict[str, str]:
+    """Render for a head and a worker; return the files written, by name."""
+    out = tmp_path / "out"
+    out.mkdir()
+    run_playbook(tmp_path, inventory(), PLAYBOOK.format(role=ROLE, out=out), extra)
     return {path.name: path.read_text() for path in out.iterdir()}
 
 
@@ -151,3 +161,87 @@ def test_docker_runtime_runs_the_pinned_image_in_the_foreground(tmp_path: Path) 
     assert "ExecStartPre=-/usr/bin/docker rm --force sparkops-vllm" in unit
     assert "ExecStop=/usr/bin/docker stop --time 120 sparkops-vllm" in unit
     assert "Requires=docker.service" in unit
+
+
+# What the service's environment holds when vLLM starts: a word that expanded a variable would differ.
+ENV = {"HOME": "/root", "X": "expanded", "T": "0.7", "SPARKOPS_VLLM_IMAGE": "nvcr.io/nvidia/vllm:26.01"}
+NAME = """qwen 100% %h $HOME ${X} \\n \\\\ it's "q" ;"""
+EXTRA_ARGS = [
+    "--chat-template", "/etc/vllm/%h/100% chat.jinja",
+    "--override-generation-config", '{"temperature": $T, "x": "${X}"}',
+    "--a", "\\n", "--b", "\\\\", "--c", "it's", "--d", 'say "hi"', "--e", "two words", "--f", "%%", "--g", "", "--h", "$$", "--i", ";",
+]  # fmt: skip
+VLLM_ARGS = [
+    "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--revision", "main", "--served-model-name", NAME, "--host", "0.0.0.0", "--port", "8000",
+    "--tensor-parallel-size", "2", "--pipeline-parallel-size", "1", "--gpu-memory-utilization", "0.8", "--kv-cache-dtype", "auto",
+]  # fmt: skip
+# The attack: a value that closes the line's quote as the old quoting wrote it (systemd reads \' as an escaped quote
+# inside single quotes), then a directive of its own that root runs before vLLM, then the old line's rest as a comment.
+INJECTION = "\\'\\'\nExecStartPre=/bin/sh -c id\n#"
+DROP_CACHES = ["/bin/sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"]
+GATE = ["/usr/local/sbin/sparkops-vllm-gate", "/etc/sparkops/vllm-gate.json"]
+
+
+def test_hostile_values_reach_vllm_as_they_are_ray_mode(tmp_path: Path) -> None:
+    """The old quoting (``quote``, then ``%`` and ``$`` doubled) missed that systemd reads C escapes inside single
+    quotes: ``\\n`` reached vLLM as a line break, ``\\\\`` as one backslash. The description took ``%h`` as a
+    specifier."""
+    unit = systemd_syntax.read(render(tmp_path, vllm_serve_served_model_name=NAME, vllm_serve_extra_args=EXTRA_ARGS)["spark-head.service"], ENV)
+    vllm = ["/opt/sparkops/ray/bin/vllm", *VLLM_ARGS, "--distributed-executor-backend", "ray", *EXTRA_ARGS]
+    assert unit.commands == {"ExecStartPre": [DROP_CACHES, GATE], "ExecStart": [vllm]}
+    assert unit.value("Description") == f"sparkops vLLM serving {NAME} (ray)"
+    assert unit.values["EnvironmentFile"] == ["/etc/sparkops/fabric.env", "/etc/sparkops/ray.env", "/etc/sparkops/vllm.env", "-/etc/sparkops/vllm-secrets.env"]
+    assert unit.warnings == []
+
+
+def test_hostile_values_reach_vllm_as_they_are_mp_mode(tmp_path: Path) -> None:
+    files = render(tmp_path, vllm_serve_backend="mp", vllm_serve_served_model_name=NAME, vllm_serve_extra_args=EXTRA_ARGS)
+    supervisor = ["/usr/local/sbin/sparkops-vllm-rank", "/etc/sparkops/vllm-group.json", "--", "/opt/sparkops/ray/bin/vllm"]
+    for host, rank in (("spark-head", []), ("spark-worker1", ["--headless"])):
+        unit = systemd_syntax.read(files[f"{host}.service"], ENV)
+        mp = ["--distributed-executor-backend", "mp", "--nnodes", "2", "--node-rank", "0" if not rank else "1", "--master-addr", "192.168.100.10"]
+        assert unit.commands["ExecStart"] == [[*supervisor, *VLLM_ARGS, *mp, "--master-port", "29501", *rank, *EXTRA_ARGS]], host
+        assert unit.value("Description") == f"sparkops vLLM serving {NAME} (mp rank {0 if not rank else 1})"
+
+
+def test_hostile_values_reach_vllm_as_they_are_docker_runtime(tmp_path: Path) -> None:
+    files = render(
+        tmp_path,
+        vllm_serve_runtime="docker",
+        vllm_serve_image="nvcr.io/nvidia/vllm:26.01",
+        vllm_serve_backend="mp",
+        vllm_serve_served_model_name=NAME,
+        vllm_serve_extra_args=EXTRA_ARGS,
+        vllm_serve_hf_home="/srv/hugging face",
+    )
+    unit = systemd_syntax.read(files["spark-head.service"], ENV)
+    (argv,) = unit.commands["ExecStart"]
+    docker = argv[argv.index("/usr/bin/docker") :]
+    assert docker[docker.index("--volume") + 1] == "/srv/hugging face:/srv/hugging face:ro"
+    entry = docker.index("--entrypoint")
+    assert docker[entry : entry + 3] == ["--entrypoint", "vllm", "nvcr.io/nvidia/vllm:26.01"]
+    assert docker[entry + 3 :][: len(VLLM_ARGS)] == VLLM_ARGS and docker[-len(EXTRA_ARGS) :] == EXTRA_ARGS
+    assert unit.commands["ExecStop"] == [["/usr/bin/docker", "stop", "--time", "120", "sparkops-vllm"]]
+
+
+@pytest.mark.parametrize(
+    ("extra", "variable"),
+    [
+        ({"vllm_serve_served_model_name": INJECTION}, "vllm_serve_served_model_name"),
+        ({"vllm_serve_extra_args": ["--chat-template", INJECTION]}, "vllm_serve_extra_args"),
+        ({"vllm_serve_model": "Qwen/Qwen3-8B" + INJECTION}, "vllm_serve_model"),
+        ({"vllm_serve_reasoning_parser": "qwen3" + INJECTION}, "vllm_serve_reasoning_parser"),
+        ({"vllm_serve_env_file": "/etc/sparkops/vllm.env" + INJECTION}, "vllm_serve_env_file"),
+        ({"vllm_serve_venv": "/opt/sparkops/ray" + INJECTION}, "vllm_serve_venv"),
+    ],
+)
+def test_a_value_with_a_line_break_is_refused_naming_its_variable(tmp_path: Path, extra: dict[str, t.Any], variable: str) -> None:
+    """The attack: before, the unit was written and systemd ran ``/bin/sh -c id`` as root before vLLM. Now the
+    template fails, naming the variable (an Ansible error, no traceback), and no unit is written."""
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = play(tmp_path, inventory(), PLAYBOOK.format(role=ROLE, out=out), extra)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and f"{variable} must be one line" in said, said[-3000:]
+    assert "Traceback" not in said
+    assert not list(out.glob("*.service"))

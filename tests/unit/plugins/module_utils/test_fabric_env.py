@@ -118,3 +118,10 @@ def test_env_file_refuses_bad_names_and_line_breaks() -> None:
         render_env_file({"GOOD": "x\ny"})
     with pytest.raises(FabricEnvError, match="single quote"):
         render_env_file({"GOOD": "it's"})
+
+
+@pytest.mark.parametrize("line", ["managed\nLD_PRELOAD=/tmp/x.so", "managed\rX=1", "nul\0"])
+def test_a_header_line_that_would_make_a_variable_of_its_own_is_refused(line: str) -> None:
+    """A header line is a comment: a line break in it would end the comment and make the rest an assignment."""
+    with pytest.raises(FabricEnvError, match="header line"):
+        render_env_file({"GOOD": "x"}, ["first", line])
