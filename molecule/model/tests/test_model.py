@@ -64,7 +64,37 @@ def test_no_partial_file_left_and_workers_reachable_only_from_the_fabric() -> No
         keys = host.file("/root/.ssh/authorized_keys").content_string
         sync_keys = [line for line in keys.splitlines() if "sparkops-model-sync@" in line]
         assert len(sync_keys) == 1 + len(WORKERS), keys
-        assert all(line.startswith('from="192.168.200.0/24",restrict ') for line in sync_keys), sync_keys
+        gate = 'from="192.168.200.0/24",restrict,command="/usr/local/sbin/sparkops-model-sync-gate'
+        head_key = [line for line in sync_keys if line.endswith(f"sparkops-model-sync@{HEAD}")]
+        assert len(head_key) == 1 and head_key[0].startswith(f'{gate}" '), sync_keys
+        assert all(line.startswith(f'{gate} --peer" ') for line in sync_keys if line not in head_key), sync_keys
+
+
+def sync_ssh(source: str, target: str, command: str) -> t.Any:
+    """``command`` sent over ssh from ``source`` to the worker ``target`` with the source's model-sync key."""
+    options = "-o UserKnownHostsFile=/etc/sparkops/model-sync/known_hosts -o StrictHostKeyChecking=yes -o BatchMode=yes -o IdentitiesOnly=yes"
+    return node(source).run(f"ssh -i /etc/sparkops/model-sync/id_ed25519 {options} root@{FABRIC_IP[target]} {command}")
+
+
+@pytest.mark.parametrize("command", ["id", "'sh -c id'", "'cat /etc/shadow'", "'rsync --server --sender -logDtpre.iLsfxCIvu . /etc/'", ""])
+def test_a_model_sync_key_cannot_run_a_shell_or_read(command: str) -> None:
+    """The attack: a node's distribution key (the head's, or a compromised worker's) used for anything but the
+    distribution: a command, a shell (no command), reading files with rsync's sender. The forced command refuses
+    each, naming why; before it, the head's key ran `id` on a worker as root."""
+    for source, target in [(HEAD, WORKERS[0]), (WORKERS[0], WORKERS[1])]:
+        run = sync_ssh(source, target, command)
+        assert run.rc != 0 and "uid=" not in run.stdout and "root:" not in run.stdout, (source, target, run.stdout)
+        assert "sparkops-model-sync-gate: refused" in run.stderr, (source, target, run.stderr)
+
+
+def test_a_workers_key_may_only_pass_blobs_on() -> None:
+    """Another worker's key (--peer) may push blobs and run a relay hop, nothing that only the head sends: the folder
+    the head's key may make is refused to it."""
+    mkdir = f"mkdir -p {REPO_DIR}/blobs"
+    run = sync_ssh(WORKERS[0], WORKERS[1], mkdir)
+    assert run.rc != 0 and "sparkops-model-sync-gate: refused" in run.stderr, run.stderr
+    allowed = sync_ssh(HEAD, WORKERS[1], mkdir)
+    assert allowed.rc == 0, allowed.stderr
 
 
 FABRIC_IP = {"model-spark-worker1": "192.168.200.72", "model-spark-worker2": "192.168.200.73"}  # molecule.yml
