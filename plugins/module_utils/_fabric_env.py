@@ -92,10 +92,12 @@ def fabric_env(
 
 def render_env_file(env: t.Mapping[str, str], header: t.Sequence[str] = ()) -> str:
     """systemd EnvironmentFile syntax, which a shell reads the same way: ``NAME=value``, single-quoted when needed."""
-    for line in header:  # a line break would end the comment and make the rest a line of its own
-        if any(c in line for c in "\n\r\0"):
-            raise FabricEnvError(f"a header line of the environment file must be one line, got {line!r}")
-    lines = [f"# {line}" for line in header]
+    # A line break in a header line would end the comment and make the rest a line of its own (an assignment, or a
+    # command to a shell that reads the file): each line of a header line is a comment line.
+    for line in header:
+        if "\0" in line:
+            raise FabricEnvError(f"a header line of the environment file must not hold a NUL, got {line!r}")
+    lines = [f"# {part}".rstrip() for line in header for part in (line.splitlines() or [""])]
     for name, value in env.items():
         if not _NAME.fullmatch(name):
             raise FabricEnvError(f"environment variable name {name!r} is not a valid name")

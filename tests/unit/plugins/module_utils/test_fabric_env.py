@@ -120,8 +120,15 @@ def test_env_file_refuses_bad_names_and_line_breaks() -> None:
         render_env_file({"GOOD": "it's"})
 
 
-@pytest.mark.parametrize("line", ["managed\nLD_PRELOAD=/tmp/x.so", "managed\rX=1", "nul\0"])
-def test_a_header_line_that_would_make_a_variable_of_its_own_is_refused(line: str) -> None:
-    """A header line is a comment: a line break in it would end the comment and make the rest an assignment."""
-    with pytest.raises(FabricEnvError, match="header line"):
-        render_env_file({"GOOD": "x"}, ["first", line])
+@pytest.mark.parametrize("line", ["managed\nLD_PRELOAD=/tmp/x.so", "managed\rLD_PRELOAD=/tmp/x.so", "managed\r\n LD_PRELOAD=/tmp/x.so"])
+def test_a_header_line_with_a_line_break_stays_a_comment(line: str) -> None:
+    """A line break in a header line ended the comment: the rest was a line of its own, an assignment for systemd and
+    a command for a shell that reads the file (the image rollback's header put " runs (an upgrade ...)" there)."""
+    lines = render_env_file({"GOOD": "x"}, ["first", line]).splitlines()
+    assert lines[:2] == ["# first", "# managed"] and lines[-1] == "GOOD=x", lines
+    assert len(lines) == 4 and lines[2].startswith("#") and lines[2].strip("# ") == "LD_PRELOAD=/tmp/x.so", lines
+
+
+def test_a_header_line_with_a_nul_is_refused() -> None:
+    with pytest.raises(FabricEnvError, match="NUL"):
+        render_env_file({"GOOD": "x"}, ["nul\0"])
