@@ -69,15 +69,7 @@ import typing as t
 from collections.abc import Callable
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, exec_args
-
-
-def _flag(value: t.Any, option: str) -> bool:
-    try:
-        return boolean(value, strict=True)
-    except TypeError:
-        raise AnsibleFilterError(f"sparkops.inference.systemd_exec_args: {option} must be a boolean, got {value!r}") from None
+from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, exec_args, flag
 
 
 def systemd_exec_args_filter(
@@ -90,7 +82,7 @@ def systemd_exec_args_filter(
     if sources is not None and not isinstance(sources, t.Mapping):
         raise AnsibleFilterError(f"sparkops.inference.systemd_exec_args: sources must be a dict, not {type(sources).__name__}")
     try:
-        return exec_args(argv, str(name), sources=sources, command=_flag(command, "command"), expand_variables=_flag(expand_variables, "expand_variables"))
+        return exec_args(argv, str(name), sources=sources, command=flag(command, "command"), expand_variables=flag(expand_variables, "expand_variables"))
     except SystemdUnitError as exc:
         raise AnsibleFilterError(f"sparkops.inference.systemd_exec_args: {exc}") from None
 

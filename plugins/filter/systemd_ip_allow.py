@@ -57,20 +57,12 @@ import typing as t
 from collections.abc import Callable
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, ip_address_allow
-
-
-def _flag(value: t.Any, option: str) -> bool:
-    try:
-        return boolean(value, strict=True)
-    except TypeError:
-        raise AnsibleFilterError(f"sparkops.inference.systemd_ip_allow: {option} must be a boolean, got {value!r}") from None
+from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, flag, ip_address_allow
 
 
 def systemd_ip_allow_filter(addresses: t.Any, name: str = "the addresses", networks: bool = False) -> list[str]:
     try:
-        return ip_address_allow(addresses, str(name), networks=_flag(networks, "networks"))
+        return ip_address_allow(addresses, str(name), networks=flag(networks, "networks"))
     except SystemdUnitError as exc:
         raise AnsibleFilterError(f"sparkops.inference.systemd_ip_allow: {exc}") from None
 

@@ -55,20 +55,12 @@ import typing as t
 from collections.abc import Callable
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, unit_value
-
-
-def _flag(value: t.Any, option: str) -> bool:
-    try:
-        return boolean(value, strict=True)
-    except TypeError:
-        raise AnsibleFilterError(f"sparkops.inference.systemd_value: {option} must be a boolean, got {value!r}") from None
+from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, flag, unit_value
 
 
 def systemd_value_filter(value: t.Any, name: str = "the value", specifiers: bool = True) -> str:
     try:
-        return unit_value(value, str(name), specifiers=_flag(specifiers, "specifiers"))
+        return unit_value(value, str(name), specifiers=flag(specifiers, "specifiers"))
     except SystemdUnitError as exc:
         raise AnsibleFilterError(f"sparkops.inference.systemd_value: {exc}") from None
 

@@ -38,6 +38,8 @@ import re
 import typing as t
 from collections.abc import Iterable, Mapping
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 # The characters shlex.quote leaves bare (Ansible's ``quote`` filter), none of which systemd treats specially in a
 # word, but % (a specifier, doubled below).
 _BARE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
@@ -52,6 +54,14 @@ MIN_PREFIX = {4: 8, 6: 32}
 
 class SystemdUnitError(ValueError):
     """A value that cannot go into a unit file as it is; the message names its variable and shows the value."""
+
+
+def flag(value: t.Any, option: str) -> bool:
+    """A boolean option as Ansible writes them (``"false"``, ``"yes"``, ``1``...); anything else is refused, naming it."""
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        raise SystemdUnitError(f"{option} must be a boolean, got {value!r}") from None
 
 
 def _text(value: t.Any, name: str) -> str:
