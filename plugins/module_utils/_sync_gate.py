@@ -234,29 +234,27 @@ def _streams(command: str, multiplex: bool) -> list[int | None]:
     return [None, *sorted(stream for stream in found if stream < MAX_STREAMS)]
 
 
-def _check_folders(paths: t.Iterable[str]) -> None:
-    """Each of ``paths`` that exists is a folder, not a symlink (so that a write there stays in the cache)."""
-    for path in paths:
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise GateRefused(f"cannot check {_show(path)}: {exc.strerror}") from exc
-        if not stat.S_ISDIR(mode):
-            raise GateRefused(f"{_show(path)} is a symlink or not a folder")
-
-
-def _check_file(path: str) -> None:
-    """``path`` is a regular file (not a symlink) when it exists: a node sends its own blobs only."""
+def _check_kind(path: str, is_kind: t.Callable[[int], bool], kind: str) -> None:
+    """``path``, when it exists, is a ``kind`` (``is_kind`` of its own mode, not a symlink's target)."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
     except OSError as exc:
         raise GateRefused(f"cannot check {_show(path)}: {exc.strerror}") from exc
-    if not stat.S_ISREG(mode):
-        raise GateRefused(f"{_show(path)} is a symlink or not a regular file")
+    if not is_kind(mode):
+        raise GateRefused(f"{_show(path)} is a symlink or not {kind}")
+
+
+def _check_folders(paths: t.Iterable[str]) -> None:
+    """Each of ``paths`` that exists is a folder, not a symlink (so that a write there stays in the cache)."""
+    for path in paths:
+        _check_kind(path, stat.S_ISDIR, "a folder")
+
+
+def _check_file(path: str) -> None:
+    """``path`` is a regular file (not a symlink) when it exists: a node sends its own blobs only."""
+    _check_kind(path, stat.S_ISREG, "a regular file")
 
 
 def _write_folders(repo: str) -> list[str]:
