@@ -20,16 +20,22 @@ or nothing for a local run) and its own spec. Each node builds the command of th
 level deep at every hop.
 
 A node renames its partial file to the blob's name only once it holds ``size`` bytes, with the source's mtime and
-mode (so that a later ``rsync -a`` finds it up to date); a short or failed stream leaves the partial where
-``rsync --partial-dir=.sparkops-partial`` resumes it. A node whose next hop fails still completes its own copy. The
-exit status is 0 only when this node's copy and every copy after it are complete; failures are written to stderr,
-which every hop passes back to the head, naming the node.
+permission bits (``mode & 0o777``: never setuid, setgid or sticky; the mtime so that rsync's quick check finds it up
+to date); a short or failed stream leaves the partial where ``rsync --partial-dir=.sparkops-partial`` resumes it. A
+node whose next hop fails still completes its own copy. The exit status is 0 only when this node's copy and every
+copy after it are complete; failures are written to stderr, which every hop passes back to the head, naming the node.
+
+A node writes as root: the blobs folder, the partial folder and the partial file are each opened without following
+a symlink (one planted there is refused, the error naming it, and nothing is written through it); the mtime and mode
+are set through the open file, and the file is renamed into place only while it is still the one written (a rename
+replaces a symlink at the blob's name, it never follows it).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import json
 import os
 import shlex
@@ -70,25 +76,70 @@ def _say(node: str, message: str) -> None:
     sys.stderr.flush()
 
 
+# The partial file and its folders are opened without following a symlink (one there: ELOOP for the file, ENOTDIR for
+# a folder). A new partial file is 0644 until it is whole.
+PARTIAL_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_nofollow(path: str, flags: int, dir_fd: int | None = None) -> int:
+    """``os.open`` of ``path`` (of its last component in the folder ``dir_fd`` when given) that refuses a symlink,
+    naming ``path``."""
+    try:
+        return os.open(os.path.basename(path) if dir_fd is not None else path, flags, 0o644, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, "a symlink: refusing to write through it", path) from exc
+        if exc.errno == errno.ENOTDIR and flags & os.O_DIRECTORY:
+            raise OSError(exc.errno, "a symlink or not a folder: refusing to write in it", path) from exc
+        raise
+
+
+def _open_once(path: str) -> int:
+    """The partial file ``path`` opened for writing: ``<blobs>`` (made when missing), then ``<blobs>/<PARTIAL_DIR>``
+    made and opened in it, then the file in that, each opened without following a symlink."""
+    partials = os.path.dirname(path)
+    blobs = os.path.dirname(partials)
+    os.makedirs(blobs, exist_ok=True)
+    blobs_fd = _open_nofollow(blobs, FOLDER_FLAGS)
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(os.path.basename(partials), dir_fd=blobs_fd)
+        partials_fd = _open_nofollow(partials, FOLDER_FLAGS, blobs_fd)
+    finally:
+        os.close(blobs_fd)
+    try:
+        return _open_nofollow(path, PARTIAL_FLAGS, partials_fd)
+    finally:
+        os.close(partials_fd)
+
+
 def _open_partial(path: str) -> t.BinaryIO:
     """Open the partial file for writing, making its folder (which another relay may remove when it empties)."""
-    for _attempt in range(10):
+    retries = 10
+    while True:
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            return open(path, "wb")  # noqa: SIM115 - closed by the caller
-        except (FileNotFoundError, FileExistsError):
-            # Removed by another relay between the two calls, or while makedirs saw it exist (it then checks isdir
-            # and raises FileExistsError): make it again.
-            continue
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    return open(path, "wb")  # noqa: SIM115 - the last try raises what it meets
+            return os.fdopen(_open_once(path), "wb")
+        except FileNotFoundError:
+            # The partial folder removed by another relay (its last partial renamed) between the calls: make it
+            # again; the last try raises what it meets.
+            if retries == 0:
+                raise
+            retries -= 1
 
 
-def _finish(output: dict[str, t.Any], part: str) -> None:
-    """Give the complete partial file the source's mtime and mode, then its name; drop the partial folder if empty."""
-    os.utime(part, ns=(output["mtime_ns"], output["mtime_ns"]))
-    os.chmod(part, output["mode"])
-    os.replace(part, os.path.join(output["dir"], output["name"]))
+def _finish(output: dict[str, t.Any], part: str, sink: t.BinaryIO) -> None:
+    """Give the complete partial file (still open: ``sink``) the source's mtime and permission bits, then its name;
+    drop the partial folder if empty."""
+    sink.flush()
+    os.utime(sink.fileno(), ns=(output["mtime_ns"], output["mtime_ns"]))
+    os.chmod(sink.fileno(), output["mode"] & 0o777)
+    written = os.fstat(sink.fileno())
+    sink.close()
+    found = os.lstat(part)
+    if (found.st_dev, found.st_ino) != (written.st_dev, written.st_ino):
+        raise OSError(errno.EEXIST, "the partial file was replaced while it was written: not renamed into place", part)
+    os.replace(part, os.path.join(output["dir"], output["name"]))  # rename(2): a symlink at the name is replaced
     with contextlib.suppress(OSError):  # not empty: other blobs are on their way
         os.rmdir(os.path.dirname(part))
 
@@ -106,6 +157,7 @@ def relay(spec: dict[str, t.Any], code: str) -> int:
         return 1
     part = os.path.join(output["dir"], PARTIAL_DIR, output["name"]) if output else ""
     child = None
+    sink = None
     failed = False
     try:
         sink = _open_partial(part) if output else None
@@ -131,17 +183,18 @@ def relay(spec: dict[str, t.Any], code: str) -> int:
                 ahead = got / rate - (time.monotonic() - start)
                 if ahead > 0:
                     time.sleep(ahead)
-        if sink is not None:
-            sink.close()
         if got != size:
             _say(node, f"received {got} of {size} bytes of {output['name'] if output else spec['input']}: the sender stopped early")
             failed = True
-        elif output:
-            _finish(output, part)
+        elif output and sink is not None:
+            _finish(output, part, sink)
     except OSError as exc:
         _say(node, f"{exc}")
         failed = True
     finally:
+        if sink is not None:
+            with contextlib.suppress(OSError):
+                sink.close()
         source.close()
         if child is not None:
             if child.stdin is not None:

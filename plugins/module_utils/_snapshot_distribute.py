@@ -21,7 +21,10 @@ every target, in two steps:
    under ``blobs/.sparkops-partial/`` and renamed into place once whole (by the relay, or by rsync with
    ``--partial-dir``), so no file under its final name is ever half written. A failed cut-through job is replaced by
    rsync jobs, link by link, which resume what it left. Without ``cut_through`` every blob goes link by link with
-   rsync (store and forward: a worker passes a blob on once it holds it whole).
+   rsync (store and forward: a worker passes a blob on once it holds it whole). Blobs are plain files: rsync sends
+   them with ``-rt`` (:data:`BLOB_OPTIONS`: contents and mtimes, no symlinks, devices, specials, owner, group or
+   permissions; a new file gets the source's permission bits less the receiver's umask, never setuid, setgid or
+   sticky), and the relay gives its copy the source's permission bits only (``mode & 0o777``).
 2. **Metadata.** Once every blob is everywhere, ``snapshots/`` then ``refs/`` go from the head to each target with
    ``rsync -a --itemize-changes`` (symlinks as symlinks; refs last, so that a ref never names a snapshot a target
    lacks).
@@ -53,7 +56,11 @@ from ansible_collections.sparkops.inference.plugins.module_utils._run_command im
 
 PARTIAL_DIR = _blob_relay.PARTIAL_DIR
 RSYNC_TIMEOUT = 120
-BLOB_OPTIONS = ("-a", f"--partial-dir={PARTIAL_DIR}", f"--timeout={RSYNC_TIMEOUT}")
+# Blobs are plain files, written as root on the workers: -rt (recursion for rsync's file list, mtimes for its quick
+# check), not -a: no symlinks (-l), permissions (-p: without it a new file gets the source's mode less the umask, its
+# setuid, setgid and sticky bits dropped), owner (-o), group (-g), devices or specials (-D). The model-sync gate
+# refuses a blob push that asks for any of them.
+BLOB_OPTIONS = ("-rt", f"--partial-dir={PARTIAL_DIR}", f"--timeout={RSYNC_TIMEOUT}")
 METADATA_OPTIONS = ("-a", "--itemize-changes", f"--timeout={RSYNC_TIMEOUT}")
 # Sent in this order, each by its own rsync: a ref only appears once the snapshot it names is there.
 METADATA_DIRS = ("snapshots", "refs")
@@ -704,7 +711,7 @@ class Pipeline:
         nxt: dict[str, t.Any] | None = None
         for node in reversed(job.path[1:]):
             target = t.cast(str, node)
-            output = {"dir": self.transport.path(target, blobs_dir), "name": blob.name, "mtime_ns": info.st_mtime_ns, "mode": info.st_mode & 0o7777}
+            output = {"dir": self.transport.path(target, blobs_dir), "name": blob.name, "mtime_ns": info.st_mtime_ns, "mode": info.st_mode & 0o777}
             spec = {"node": target, "size": blob.size, "output": output, "next": nxt}
             nxt = {"via": self.transport.relay_via(target, stream), "python": self.transport.python, "spec": spec}
         source = job.path[0]

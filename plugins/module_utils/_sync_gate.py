@@ -12,14 +12,16 @@ reason. The lines :mod:`._snapshot_distribute` (:class:`SshTransport`) sends to 
 each:
 
 * the blob listing, ``sh -c '<listing_argv's script>'`` for ``<repo>/blobs``; and ``mkdir -p <repo>/blobs``;
-* rsync's server side when a node pushes (``rsync --server -logDtpre.<compat> ... . <dest>``): receiving only (no
-  ``--sender``), exactly the server options rsync derives from ``BLOB_OPTIONS`` (dest ``<repo>/blobs/``, with the
-  ``--bwlimit`` a run may add) or ``METADATA_OPTIONS`` (dest ``<repo>/``, with ``--dry-run`` in check mode), one
-  destination;
+* rsync's server side when a node pushes (``rsync --server -<flags>e.<capabilities> ... . <dest>``): receiving only
+  (no ``--sender``), exactly the server options rsync derives from ``BLOB_OPTIONS`` (dest ``<repo>/blobs/``, with the
+  ``--bwlimit`` a run may add: ``-tre.<capabilities>``) or ``METADATA_OPTIONS`` (dest ``<repo>/``, with
+  ``--dry-run`` in check mode: ``-logDtpre.<capabilities>``), one destination. A blob push that asks for symlinks,
+  permissions, owner, group, devices or specials (a flag or a long option) is refused, naming it: blobs are plain
+  files, and the receiving rsync runs as root;
 * the relay (``<python> -c BOOT sparkops-blob-relay <code> <spec>``): the code must be the relay this collection
   ships, byte for byte, and the spec what the head builds: a hop that writes ``<repo>/blobs/<etag>`` and passes the
   stream on, or a worker that sends its own copy; every ``via`` is ssh to an allowed target;
-* a worker's own rsync to the next worker (``rsync -a ... -e '<ssh>' <repo>/blobs/<etag> user@<target>:<repo>/blobs/``);
+* a worker's own rsync to the next worker (``rsync -rt ... -e '<ssh>' <repo>/blobs/<etag> user@<target>:<repo>/blobs/``);
 * a worker's connection-sharing masters to the next worker, started (``sh -c '{ ssh ... -O check ... || exec ssh
   ... -N -f ...; } ...'``) and ended (``sh -c 'ssh ... -O exit ... </dev/null ...'``).
 
@@ -78,9 +80,56 @@ REPO_NAME = re.compile(r"models--[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 STREAM = re.compile(re.escape(f"{MUX_NAME}-%C-") + r"([0-9]{1,3})(?![0-9])")
 BWLIMIT = re.compile(r"--bwlimit=([1-9][0-9]{0,8})")
-# What rsync's client sends its server for each client option the distribution uses: short flags, or the option.
-RSYNC_SERVER_FORM = {"-a": "rlptgoD", "--dry-run": "n", "--itemize-changes": "--log-format=%i"}
-RSYNC_COMPAT = re.compile(r"-([A-Za-z]+)e\.[A-Za-z]{0,32}")
+# What rsync's client sends its server for each client option the distribution uses: short flags (a client's -a is
+# the server's -rlptgoD; -rt is -rt; --dry-run is -n), or the option.
+RSYNC_SERVER_FORM = {"--dry-run": "-n", "--itemize-changes": "--log-format=%i"}
+RSYNC_SHORT_FORM = {"a": "rlptgoD"}
+SHORT_OPTIONS = re.compile(r"-([A-Za-z]+)")
+# rsync's compact server flags: the short flags, then -e with the capabilities (``-tre.iLsfxCIvu``). popt reads each
+# letter as a flag up to the first "e", which takes the rest of the word as its value.
+RSYNC_COMPAT = re.compile(r"-([A-Za-df-z]*)e\.[A-Za-z]{0,32}")
+# What a blob push may not ask rsync's server for (blobs are plain files; the server writes as root): a flag in the
+# compact flags or in a word of its own, and the long options, each with what it would carry.
+BLOB_REFUSED_FLAGS = {
+    "a": "symlinks, permissions, owner, group, devices and specials (-a)",
+    "l": "symlinks (-l)",
+    "L": "the files symlinks point to (-L)",
+    "K": "symlinked folders followed (-K)",
+    "H": "hard links (-H)",
+    "p": "permissions (-p)",
+    "E": "permissions (-E)",
+    "A": "ACLs (-A)",
+    "X": "extended attributes (-X)",
+    "o": "owner (-o)",
+    "g": "group (-g)",
+    "D": "devices and specials (-D)",
+}
+BLOB_REFUSED_OPTIONS = {
+    "--archive": "symlinks, permissions, owner, group, devices and specials",
+    "--links": "symlinks",
+    "--copy-links": "the files symlinks point to",
+    "--copy-unsafe-links": "the files symlinks point to",
+    "--copy-dirlinks": "the folders symlinks point to",
+    "--keep-dirlinks": "symlinked folders followed",
+    "--hard-links": "hard links",
+    "--perms": "permissions",
+    "--executability": "permissions",
+    "--chmod": "permissions",
+    "--acls": "ACLs",
+    "--xattrs": "extended attributes",
+    "--fake-super": "permissions, owner and devices (as extended attributes)",
+    "--owner": "owner",
+    "--group": "group",
+    "--chown": "owner and group",
+    "--usermap": "owner",
+    "--groupmap": "group",
+    "--numeric-ids": "owner and group",
+    "--super": "owner, group and devices",
+    "--devices": "devices",
+    "--specials": "specials",
+    "--write-devices": "devices",
+    "--copy-devices": "devices",
+}
 SHOWN = 120  # characters of a refused value quoted in a reason
 
 
@@ -310,11 +359,28 @@ def _server_form(options: t.Iterable[str]) -> tuple[set[str], list[str]]:
     longs: list[str] = []
     for option in options:
         form = RSYNC_SERVER_FORM.get(option, option)
-        if form.startswith("-"):
-            longs.append(form)
+        short = SHORT_OPTIONS.fullmatch(form)
+        if short:
+            flags.update("".join(RSYNC_SHORT_FORM.get(letter, letter) for letter in short.group(1)))
         else:
-            flags.update(form)
+            longs.append(form)
     return flags, longs
+
+
+def _refuse_blob_metadata(flags: str, options: t.Sequence[str]) -> None:
+    """GateRefused when a blob push's server ``flags`` (the compact ones) or ``options`` ask for symlinks, permissions,
+    owner, group, devices or specials (:data:`BLOB_REFUSED_FLAGS`, :data:`BLOB_REFUSED_OPTIONS`)."""
+    letters = [*flags]
+    for option in options:
+        if option.startswith("--"):
+            what = BLOB_REFUSED_OPTIONS.get(option.split("=", 1)[0])
+            if what is not None:
+                raise GateRefused(f"a blob push may not carry {what} ({_show(option)}): blobs are plain files, written here as root")
+        elif option.startswith("-"):
+            letters += option[1:]
+    for letter in letters:
+        if letter in BLOB_REFUSED_FLAGS:
+            raise GateRefused(f"a blob push may not carry {BLOB_REFUSED_FLAGS[letter]}: blobs are plain files, written here as root")
 
 
 def _rsync_server(words: list[str], config: GateConfig) -> list[str]:
@@ -323,7 +389,7 @@ def _rsync_server(words: list[str], config: GateConfig) -> list[str]:
         raise GateRefused("rsync --sender (reading from this node) is refused: the gate lets rsync receive only")
     compat = RSYNC_COMPAT.fullmatch(words[2]) if len(words) > 2 else None
     if compat is None:
-        raise GateRefused(f"rsync server flags {_show(words[2] if len(words) > 2 else '')} are not those of rsync -a")
+        raise GateRefused(f"rsync server flags {_show(words[2] if len(words) > 2 else '')} are not rsync's compact flags (-<flags>e.<capabilities>)")
     if len(words) < 5 or words[-2] != ".":
         raise GateRefused("the rsync server command must end with '. <destination>' (one destination)")
     flags, dest = compat.group(1), words[-1]
@@ -335,6 +401,8 @@ def _rsync_server(words: list[str], config: GateConfig) -> list[str]:
         raise GateRefused(f"rsync destination {_show(dest)} is not <repo>/ or <repo>/blobs/ of the cache")
     blobs = dest.endswith("/blobs/")
     repo = _blobs_dir(dest[:-1], config) if blobs else _repo(dest[:-1], config)
+    if blobs:
+        _refuse_blob_metadata(flags, options)
     dry_run = "n" in flags
     bwlimit = [option for option in options if BWLIMIT.fullmatch(option)][:1] if blobs else []
     client = [*BLOB_OPTIONS, *bwlimit] if blobs else [*METADATA_OPTIONS, *(["--dry-run"] if dry_run else [])]

@@ -24,12 +24,14 @@ description:
     A target that already holds a blob is skipped (the blob goes to the targets after it from it). With
     O(topology=star) the head sends to every target itself, sharing its link among them."
   - "Each node writes a blob into C(blobs/.sparkops-partial/) and renames it into place, with the head's mtime and
-    mode, only once it holds all of its bytes; no file ever appears half written under its final name. A cut-through
-    stream that fails is not lost: its complete copies stay, and each link of its path is sent again with rsync, which
-    resumes the partial files it left. A target that keeps a partial file from an interrupted run gets that blob with
-    rsync too (C(--partial-dir)), resuming it. Without O(cut_through) every blob goes link by link with rsync (a worker
-    passes a blob on once it holds it whole). A failed rsync is tried again O(retries) times; then the module fails,
-    naming the file, the link and rsync's error, and blobs already sent stay."
+    permission bits (never setuid, setgid or sticky: a blob goes as a plain file, with C(rsync -rt) or the relay, no
+    symlink, device, owner or group), only once it holds all of its bytes; no file ever appears half written under its
+    final name. A cut-through stream that fails is not lost: its complete copies stay, and each link of its path is
+    sent again with rsync, which resumes the partial files it left. A target that keeps a partial file from an
+    interrupted run gets that blob with rsync too (C(--partial-dir)), resuming it. Without O(cut_through) every blob
+    goes link by link with rsync (a worker passes a blob on once it holds it whole). A failed rsync is tried again
+    O(retries) times; then the module fails, naming the file, the link and rsync's error, and blobs already sent
+    stay."
   - Then the metadata. Once every blob is on every target, the head sends C(snapshots/) and then C(refs/) to each
     target with C(rsync -a), symlinks as symlinks; refs last, so that a ref never names a snapshot a target lacks.
   - A run that finds everything in place sends no blob and changes nothing.

@@ -5,13 +5,16 @@
 
 from __future__ import annotations
 
+import errno
 import inspect
 import os
+import re
 import subprocess
 import sys
 import typing as t
 from pathlib import Path
 
+import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils import _blob_relay
 from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import MARK, PARTIAL_DIR, command, encode
 
@@ -30,6 +33,12 @@ def relay(source: Path, nxt: dict[str, t.Any] | None, size: int = len(DATA), std
     """Run the source's relay, reading ``source`` (or ``stdin`` when given)."""
     spec = {"node": "head", "size": size, "input": None if stdin is not None else str(source), "next": nxt}
     return subprocess.run(command(sys.executable, CODE, spec), input=stdin, capture_output=True, check=False, timeout=60)
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_a_chain_writes_every_copy_with_the_sources_mtime_and_mode(tmp_path: Path) -> None:
@@ -82,19 +91,91 @@ def test_the_command_line_needs_no_quoting() -> None:
 
 
 def test_the_partial_folder_removed_by_another_relay_is_made_again(tmp_path: Path, monkeypatch: t.Any) -> None:
-    """A relay that renames the last partial removes the folder; another one may be between making it and opening
-    its file, or inside makedirs (which then raises FileExistsError): it makes the folder again."""
-    real_makedirs = os.makedirs
+    """A relay that renames the last partial removes the folder; another one may be between making it and opening it
+    or its file: it makes the folder again."""
+    real_mkdir = os.mkdir
     calls: list[str] = []
 
-    def racing(path: str, exist_ok: bool = False) -> None:
-        calls.append(path)
-        if len(calls) == 1:
-            raise FileExistsError(17, "File exists", path)
-        real_makedirs(path, exist_ok=exist_ok)
+    def racing(path: str, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        real_mkdir(path, mode, dir_fd=dir_fd)
+        if dir_fd is not None:  # the partial folder, in the blobs folder (makedirs made that one)
+            calls.append(path)
+            if len(calls) == 1:
+                os.rmdir(path, dir_fd=dir_fd)  # the other relay's rmdir, right after
 
-    monkeypatch.setattr(_blob_relay.os, "makedirs", racing)
+    monkeypatch.setattr(_blob_relay.os, "mkdir", racing)
     part = tmp_path / "blobs" / PARTIAL_DIR / "blob"
     with _blob_relay._open_partial(str(part)) as sink:
         sink.write(b"x")
-    assert part.read_bytes() == b"x" and calls[0] == calls[1] == str(part.parent)  # tried again after the race
+    assert part.read_bytes() == b"x" and calls == [PARTIAL_DIR, PARTIAL_DIR]  # tried again after the race
+
+
+def test_a_symlink_at_the_partial_path_is_not_written_through(tmp_path: Path) -> None:
+    """A symlink planted where a hop writes its partial file (the hop runs as root) is refused, naming it: the file it
+    points to is left as it was, and no blob appears."""
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"root's file")
+    folder = tmp_path / "n1" / "blobs"
+    (folder / PARTIAL_DIR).mkdir(parents=True)
+    part = folder / PARTIAL_DIR / "blob"
+    part.symlink_to(outside)
+    proc = relay(tmp_path, hop("n1", folder, None), stdin=DATA)
+    assert proc.returncode == 1
+    assert f"{MARK} on n1: [Errno {errno.ELOOP}] a symlink: refusing to write through it: '{part}'" in proc.stderr.decode()
+    assert outside.read_bytes() == b"root's file" and oct(outside.stat().st_mode & 0o7777) == oct(0o644 & ~current_umask())
+    assert part.is_symlink() and not (folder / "blob").exists()
+
+
+@pytest.mark.parametrize("planted", ["blobs", PARTIAL_DIR])
+def test_a_symlinked_folder_on_the_way_to_the_partial_file_is_not_written_through(tmp_path: Path, planted: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = tmp_path / "n1" / "blobs"
+    link = folder if planted == "blobs" else folder / PARTIAL_DIR
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside)
+    proc = relay(tmp_path, hop("n1", folder, None), stdin=DATA)
+    assert proc.returncode == 1
+    assert f"{MARK} on n1: [Errno {errno.ENOTDIR}] a symlink or not a folder: refusing to write in it: '{link}'" in proc.stderr.decode()
+    assert not any(outside.rglob("*"))  # what the link points to: nothing written (the partial folder is not made there)
+
+
+def test_a_symlink_at_the_blobs_name_is_replaced_not_followed(tmp_path: Path) -> None:
+    """The rename into place replaces a symlink at the blob's name (rename(2) never follows it)."""
+    source = tmp_path / "head" / "blob"
+    source.parent.mkdir()
+    source.write_bytes(DATA)
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"root's file")
+    folder = tmp_path / "n1" / "blobs"
+    folder.mkdir(parents=True)
+    (folder / "blob").symlink_to(outside)
+    proc = relay(source, hop("n1", folder, None))
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert not (folder / "blob").is_symlink() and (folder / "blob").read_bytes() == DATA
+    assert outside.read_bytes() == b"root's file"
+
+
+def test_a_copy_never_gets_setuid_setgid_or_sticky(tmp_path: Path) -> None:
+    source = tmp_path / "head" / "blob"
+    source.parent.mkdir()
+    source.write_bytes(DATA)
+    folder = tmp_path / "n1" / "blobs"
+    nxt = hop("n1", folder, None)
+    nxt["spec"]["output"]["mode"] = 0o7755
+    proc = relay(source, nxt)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert oct((folder / "blob").stat().st_mode & 0o7777) == oct(0o755)
+
+
+def test_a_partial_replaced_while_written_is_not_renamed_into_place(tmp_path: Path) -> None:
+    folder = tmp_path / "blobs"
+    part = folder / PARTIAL_DIR / "blob"
+    sink = _blob_relay._open_partial(str(part))
+    sink.write(b"x")
+    part.unlink()
+    part.symlink_to(tmp_path / "elsewhere")
+    output = {"dir": str(folder), "name": "blob", "mtime_ns": MTIME_NS, "mode": 0o644}
+    with pytest.raises(OSError, match=re.escape(f"the partial file was replaced while it was written: not renamed into place: '{part}'")):
+        _blob_relay._finish(output, str(part), sink)
+    assert not (folder / "blob").exists() and not (tmp_path / "elsewhere").exists()

@@ -10,6 +10,7 @@ import os
 import random
 import re
 import shlex
+import stat
 import subprocess
 import sys
 import threading
@@ -344,6 +345,69 @@ def test_an_interrupted_blob_stays_out_of_place_and_is_resumed(tmp_path: Path) -
     assert_converged(cluster, TARGETS[:1])
 
 
+# --- what a blob push carries -----------------------------------------------------------------------------------
+
+
+def test_a_blob_push_carries_no_setuid_bit_symlink_or_fifo(tmp_path: Path) -> None:
+    """A compromised node's blobs folder: a setuid-root file, a symlink to a file outside and a FIFO among the real
+    blobs, all pushed with BLOB_OPTIONS (the most the gate lets a blob push ask for): the file arrives without its
+    setuid and setgid bits, the symlink and the FIFO are skipped; the real blobs arrive whole with their mtimes, one
+    resumed from its partial (rsync's delta against it, as over ssh)."""
+    cluster = make_cluster(tmp_path, targets=TARGETS[:1], sizes=(400_000, 1000))
+    real = dict(cluster.sizes())
+    big = cluster.sizes()[0][0]
+    head = cluster.repo(None) / "blobs"
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"root's file")
+    setuid, link, fifo = "5" * 64, "1" * 64, "f" * 64
+    (head / setuid).write_bytes(b"#!/bin/sh\nid\n")
+    (head / setuid).chmod(0o6755)
+    (head / link).symlink_to(outside)
+    os.mkfifo(head / fifo)
+    partial = cluster.repo(TARGETS[0]) / "blobs" / PARTIAL_DIR / big
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(cluster.blob(None, big).read_bytes()[: real[big] // 2])
+    transport = cluster.transport
+    # --no-whole-file: rsync's delta algorithm, as over ssh (between local folders rsync sends whole files); --stats
+    # to see it use the partial
+    argv = transport.rsync_argv(None, TARGETS[0], [*BLOB_OPTIONS, "--no-whole-file", "--stats"], [f"{head}/"], transport.path(TARGETS[0], f"{REPO}/blobs/"))
+    rc, out, err = run_command(argv)
+    assert rc == 0, err
+    assert f'skipping non-regular file "{link}"' in out + err and f'skipping non-regular file "{fifo}"' in out + err
+    matched = re.search(r"Matched data: ([0-9,]+) bytes", out)
+    assert matched and int(matched.group(1).replace(",", "")) >= real[big] // 4, out  # resumed: the partial's bytes not sent again
+    target = cluster.repo(TARGETS[0]) / "blobs"
+    copy = (target / setuid).lstat()
+    assert stat.S_ISREG(copy.st_mode) and oct(copy.st_mode & 0o7000) == oct(0) and (target / setuid).read_bytes() == b"#!/bin/sh\nid\n"
+    assert not os.path.lexists(target / link) and not os.path.lexists(target / fifo)
+    assert outside.read_bytes() == b"root's file"
+    for name in real:
+        assert (target / name).read_bytes() == cluster.blob(None, name).read_bytes()
+        assert int((target / name).stat().st_mtime) == int(cluster.blob(None, name).stat().st_mtime)
+    assert not (target / PARTIAL_DIR).exists()
+
+
+@pytest.mark.parametrize("cut_through", [True, False])
+def test_a_setuid_blob_arrives_without_its_setuid_bit_and_a_worker_resumes_a_partial(tmp_path: Path, cut_through: bool) -> None:
+    """A setuid blob on the head reaches every worker of a chain (relayed by the first, cut-through or store and
+    forward) without its setuid and setgid bits; the second worker's partial is resumed by the first worker's rsync."""
+    cluster = make_cluster(tmp_path, targets=TARGETS[:2])
+    setuid, big = cluster.shard_blob(2), cluster.shard_blob(1)
+    cluster.blob(None, setuid).chmod(0o6755)
+    partial = cluster.repo(TARGETS[1]) / "blobs" / PARTIAL_DIR / big
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(cluster.blob(None, big).read_bytes()[:10_000])
+    recorder = Recorder()
+    run(cluster, runner=recorder, cut_through=cut_through)
+    assert_converged(cluster, TARGETS[:2])
+    for target in TARGETS[:2]:
+        mode = cluster.blob(target, setuid).lstat().st_mode
+        assert stat.S_ISREG(mode) and oct(mode & 0o7000) == oct(0), target
+    source = cluster.transport.path(TARGETS[0], f"{REPO}/blobs/{big}")
+    resumed = [argv for argv in recorder.blob_rsyncs() if source in argv]
+    assert resumed and resumed[0][:4] == ["rsync", *BLOB_OPTIONS] and resumed[0][-1] == cluster.transport.path(TARGETS[1], f"{REPO}/blobs/")
+
+
 def test_an_exception_in_a_transfer_ends_the_run(tmp_path: Path) -> None:
     cluster = make_cluster(tmp_path)
 
@@ -534,7 +598,7 @@ def test_rsync_from_the_head() -> None:
     argv = ssh_transport(user="spark").rsync_argv(None, "192.168.100.11", BLOB_OPTIONS, [f"{BLOBS}/abc"], f"{BLOBS}/")
     assert argv == [
         "rsync",
-        "-a",
+        "-rt",
         "--partial-dir=.sparkops-partial",
         "--timeout=120",
         "-e",
@@ -547,10 +611,10 @@ def test_rsync_from_the_head() -> None:
 def test_rsync_relayed_by_a_worker() -> None:
     transport = ssh_transport()
     argv = transport.rsync_argv("192.168.100.11", "192.168.100.12", BLOB_OPTIONS, [f"{BLOBS}/abc"], f"{BLOBS}/")
-    inner = ["rsync", "-a", "--partial-dir=.sparkops-partial", "--timeout=120", "-e", " ".join(SSH), f"{BLOBS}/abc", f"root@192.168.100.12:{BLOBS}/"]
+    inner = ["rsync", "-rt", "--partial-dir=.sparkops-partial", "--timeout=120", "-e", " ".join(SSH), f"{BLOBS}/abc", f"root@192.168.100.12:{BLOBS}/"]
     assert argv == [*SSH, "root@192.168.100.11", shlex.join(inner)]
     assert argv[-1] == (
-        "rsync -a --partial-dir=.sparkops-partial --timeout=120 -e "
+        "rsync -rt --partial-dir=.sparkops-partial --timeout=120 -e "
         "'ssh -p 2222 -i /etc/sparkops/ssh/id_ed25519 -o IdentitiesOnly=yes -o UserKnownHostsFile=/etc/sparkops/ssh/known_hosts "
         "-o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=30' "
         f"{BLOBS}/abc root@192.168.100.12:{BLOBS}/"
@@ -721,7 +785,7 @@ def test_cut_through_sends_each_blob_along_the_whole_chain_in_one_stream(tmp_pat
         for target in TARGETS:
             copy = cluster.blob(target, name).stat()
             assert (copy.st_mtime_ns, copy.st_mode) == (head.st_mtime_ns, head.st_mode), (target, name)
-    # the copies look up to date to rsync -a (same size and mtime): nothing is sent again
+    # the copies look up to date to rsync's quick check (same size and mtime): nothing is sent again
     again = Recorder()
     assert run(cluster, runner=again, cut_through=False).as_dict()["changed"] is False
 

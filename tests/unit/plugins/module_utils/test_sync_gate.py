@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils import _sync_gate
 from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import MARK, PARTIAL_DIR, command, encode, next_argv
-from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import SshTransport, distribute, listing_argv
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import BLOB_OPTIONS, SshTransport, distribute, listing_argv
 from ansible_collections.sparkops.inference.plugins.module_utils._sync_gate import GateConfig, GateRefused, decide, main, relay_code
 
 TARGETS = ("10.0.0.2", "10.0.0.3", "10.0.0.4")
@@ -111,6 +111,8 @@ def kind(line: str) -> str:
 
 
 PARTIAL_OF_B = f"{PARTIAL_DIR}/{B} 500\n"
+# What the real rsync sends its server for BLOB_OPTIONS (-rt; the capabilities after "e." vary with its version).
+BLOB_SERVER_FLAGS = "-tre.iLsfxCIvu"
 BASICS = {"listing", "mkdir", "rsync server blobs", "rsync server metadata"}
 RELAYS = {"relay hop", "relay sending a worker's copy", "rsync client"}
 SCENARIOS = {
@@ -179,9 +181,9 @@ def attacks(cache: Path) -> dict[str, tuple[str, str]]:
     repo = f"{cache}/models--acme--tiny-llm"
     ssh = SshTransport(key=KEY, known_hosts=KNOWN_HOSTS, control_dir=KEY_DIR, rsync=RSYNC)
     listing = shlex.join(listing_argv(f"{repo}/blobs"))
-    server = f"{RSYNC} --server -logDtpre.iLsfxCIvu --timeout=120 --partial-dir .sparkops-partial . "
+    server = f"{RSYNC} --server {BLOB_SERVER_FLAGS} --timeout=120 --partial-dir .sparkops-partial . "
     blobs = shlex.quote(f"{repo}/blobs/")
-    push = ssh.rsync_argv(None, TARGETS[1], ["-a", "--partial-dir=.sparkops-partial", "--timeout=120"], [f"{repo}/blobs/{A}"], f"{repo}/blobs/", 0)
+    push = ssh.rsync_argv(None, TARGETS[1], BLOB_OPTIONS, [f"{repo}/blobs/{A}"], f"{repo}/blobs/", 0)
     proxy = [word.replace("-o BatchMode=yes", "-o BatchMode=yes -oProxyCommand='touch /tmp/x'") for word in push]
     via = {"via": ["sh", "-c", "id"], "python": "python3", "spec": hop_spec(repo, TARGETS[1])}
     return {
@@ -191,7 +193,7 @@ def attacks(cache: Path) -> dict[str, tuple[str, str]]:
         "listing of /etc": (shlex.join(listing_argv("/etc/blobs")), "is not a models--* folder"),
         "listing ../": (shlex.join(listing_argv(f"{repo}/../../../etc/blobs")), "is not a models--* folder"),
         "mkdir /etc/cron.d": ("mkdir -p /etc/cron.d", "is not the blobs folder"),
-        "rsync --sender": (f"{RSYNC} --server --sender -logDtpre.iLsfxCIvu . {blobs}", "receive only"),
+        "rsync --sender": (f"{RSYNC} --server --sender {BLOB_SERVER_FLAGS} . {blobs}", "receive only"),
         "rsync into /etc/": (server + "/etc/", "'/etc' is not a models--* folder"),
         "rsync into /root/.ssh/": (server + "/root/.ssh/", "'/root/.ssh' is not a models--* folder"),
         "rsync into ../../..": (server + shlex.quote(f"{repo}/../../../"), "is not a models--* folder"),
@@ -200,8 +202,9 @@ def attacks(cache: Path) -> dict[str, tuple[str, str]]:
         "rsync --rsync-path": (server.replace("--timeout", "--rsync-path=/tmp/x --timeout") + blobs, "'--rsync-path=/tmp/x' is not one"),
         "rsync -e": (server.replace("--timeout", "-e sh --timeout") + blobs, "'-e' is not one"),
         "rsync --remove-source-files": (server.replace("--timeout", "--remove-source-files --timeout") + blobs, "is not one"),
-        "rsync -s (arguments on stdin)": (server.replace("-logD", "-slogD") + blobs, "options are not those"),
+        "rsync -s (arguments on stdin)": (server.replace(" -tre.", " -stre.") + blobs, "options are not those"),
         "worker rsync with a ProxyCommand": (shlex.join(proxy), "is not one the gate makes"),
+        "worker rsync -a of a blob": (shlex.join(push).replace(" -rt ", " -a "), "is not one the gate makes"),
         "worker rsync to another host": (shlex.join(push).replace(TARGETS[1], "10.9.9.9"), "is not one the gate makes"),
         "worker rsync of its ssh key": (shlex.join(push).replace(f"{repo}/blobs/{A}", "/root/.ssh/id_ed25519"), "'id_ed25519' is not a blob's name"),
         "relay with other code": (relay_line(hop_spec(repo), encode(b"import os; os.system('id')")), "code is not the relay"),
@@ -222,6 +225,128 @@ def test_an_attack_is_refused_with_its_reason_on_one_line(tmp_path: Path, name: 
     with pytest.raises(GateRefused) as refused:
         decide(line, gate_config(tmp_path / "hf hub", TARGETS[0], rsync=RSYNC))
     assert reason in str(refused.value) and "\n" not in str(refused.value)
+
+
+def real_server_line(tmp: Path, options: t.Sequence[str], dest: str) -> str:
+    """The line the real rsync client makes ssh send for ``options`` (its -e pointed at a recorder), as sshd gets it."""
+    recorder = tmp / "ssh-recorder"
+    recorder.write_text('#!/bin/sh\nprintf "%s\\0" "$@" > "$0.args"\nexit 1\n')
+    recorder.chmod(0o755)
+    source = tmp / "a-blob"
+    source.write_bytes(b"x")
+    subprocess.run([RSYNC, *options, f"--rsync-path={RSYNC}", "-e", str(recorder), str(source), f"root@{TARGETS[0]}:{dest}"], capture_output=True, check=False)
+    args = Path(f"{recorder}.args").read_bytes().decode().split("\0")[:-1]
+    return " ".join(args[args.index("--server") - 1 :])  # ssh joins the words with spaces
+
+
+@pytest.mark.parametrize("bwlimit", [[], ["--bwlimit=5000"]])
+def test_a_blob_push_is_rsync_rt_and_passes_the_gate_as_is(tmp_path: Path, bwlimit: list[str]) -> None:
+    cache = tmp_path / "hf hub"
+    repo = make_repo(cache)
+    line = real_server_line(tmp_path, [*BLOB_OPTIONS, *bwlimit], f"{repo}/blobs/")
+    words = shlex.split(line)
+    assert words[:2] == [RSYNC, "--server"] and words[2].startswith("-tre.")  # -rt: recursion and mtimes, nothing else
+    assert words[3:] == ["--timeout=120", *bwlimit, "--partial-dir", PARTIAL_DIR, ".", f"{repo}/blobs/"]
+    assert decide(line, gate_config(cache, TARGETS[0], rsync=RSYNC)) == words
+    assert decide(line, gate_config(cache, TARGETS[1], rsync=RSYNC, peer=True)) == words
+
+
+# What the real rsync client sends its server for options that would carry more than a blob's bytes and mtime, and
+# the reason the gate refuses it into <repo>/blobs/ (the metadata's -a too: only into <repo>/).
+CARRYING = {
+    "-a (rsync -a's -logDtpr)": (["-a"], "symlinks (-l)"),
+    "-l": (["-rtl"], "symlinks (-l)"),
+    "--links": (["-rt", "--links"], "symlinks (-l)"),
+    "-p": (["-rtp"], "permissions (-p)"),
+    "--perms": (["-rt", "--perms"], "permissions (-p)"),
+    "-o": (["-rt", "--owner"], "owner (-o)"),
+    "-g": (["-rt", "--group"], "group (-g)"),
+    "-D": (["-rtD"], "devices and specials (-D)"),
+    "--devices": (["-rt", "--devices"], "devices and specials (-D)"),
+    "--specials": (["-rt", "--specials"], "specials ('--specials')"),
+    "--super": (["-rt", "--super"], "owner, group and devices ('--super')"),
+    "--chown": (["-rt", "--chown=0:0"], "owner ('--usermap=*:0')"),
+    "--usermap": (["-rt", "--usermap=*:0"], "owner ('--usermap=*:0')"),
+    "--groupmap": (["-rt", "--groupmap=*:0"], "group ('--groupmap=*:0')"),
+    "--copy-unsafe-links": (["-rt", "--copy-unsafe-links"], "the files symlinks point to ('--copy-unsafe-links')"),
+    "-K": (["-rtK"], "symlinked folders followed (-K)"),
+    "-H": (["-rtH"], "hard links (-H)"),
+    "-E": (["-rtE"], "permissions (-E)"),
+    "-X": (["-rtX"], "extended attributes (-X)"),
+    "-A": (["-rtA"], "permissions (-p)"),
+}
+
+
+@pytest.mark.parametrize("name", list(CARRYING))
+def test_a_blob_push_that_carries_links_perms_owner_group_or_devices_is_refused(tmp_path: Path, name: str) -> None:
+    options, reason = CARRYING[name]
+    cache = tmp_path / "hf hub"
+    repo = make_repo(cache)
+    line = real_server_line(tmp_path, [*options, f"--partial-dir={PARTIAL_DIR}", "--timeout=120"], f"{repo}/blobs/")
+    for config in (gate_config(cache, TARGETS[0], rsync=RSYNC), gate_config(cache, TARGETS[1], rsync=RSYNC, peer=True)):
+        with pytest.raises(GateRefused) as refused:
+            decide(line, config)
+        assert str(refused.value) == f"a blob push may not carry {reason}: blobs are plain files, written here as root", line
+
+
+# What a changed rsync client could send its server (words the real client never sends like this), and the reason.
+CRAFTED = {
+    "--devices": ("--devices", "devices ('--devices')"),
+    "--specials": ("--specials", "specials ('--specials')"),
+    "--perms": ("--perms", "permissions ('--perms')"),
+    "--links": ("--links", "symlinks ('--links')"),
+    "--chmod=u+s": ("--chmod=u+s", "permissions ('--chmod=u+s')"),
+    "--chmod u+s": ("--chmod u+s", "permissions ('--chmod')"),
+    "--super": ("--super", "owner, group and devices ('--super')"),
+    "--fake-super": ("--fake-super", "permissions, owner and devices (as extended attributes) ('--fake-super')"),
+    "--owner": ("--owner", "owner ('--owner')"),
+    "--group": ("--group", "group ('--group')"),
+    "--chown": ("--chown=0:0", "owner and group ('--chown=0:0')"),
+    "--copy-unsafe-links": ("--copy-unsafe-links", "the files symlinks point to ('--copy-unsafe-links')"),
+    "--keep-dirlinks": ("--keep-dirlinks", "symlinked folders followed ('--keep-dirlinks')"),
+    "-l, a word of its own": ("-l", "symlinks (-l)"),
+    "-pgo, a word of its own": ("-pgo", "permissions (-p)"),
+    "-a, a word of its own": ("-a", "symlinks, permissions, owner, group, devices and specials (-a)"),
+}
+
+
+@pytest.mark.parametrize("name", list(CRAFTED))
+def test_a_crafted_blob_push_that_asks_for_more_than_bytes_is_refused(tmp_path: Path, name: str) -> None:
+    extra, reason = CRAFTED[name]
+    cache = tmp_path / "hf hub"
+    repo = make_repo(cache)
+    line = f"{RSYNC} --server {BLOB_SERVER_FLAGS} --timeout=120 {extra} --partial-dir .sparkops-partial . {shlex.quote(f'{repo}/blobs/')}"
+    with pytest.raises(GateRefused) as refused:
+        decide(line, gate_config(cache, TARGETS[1], rsync=RSYNC, peer=True))
+    assert str(refused.value) == f"a blob push may not carry {reason}: blobs are plain files, written here as root"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        "-tlre.iLsfxCIvu",  # -l among the compact flags
+        "-Dtre.iLsfxCIvu",
+        "-treloe.iLsfxCIvu",  # popt reads "loe.iLs..." as -e's value; the gate refuses what it cannot read as rsync does
+        "-tre.iLsfxCIvu-l",
+        "-tr",
+    ],
+)
+def test_compact_flags_are_read_as_rsync_reads_them(tmp_path: Path, flags: str) -> None:
+    cache = tmp_path / "hf hub"
+    repo = make_repo(cache)
+    line = f"{RSYNC} --server {flags} --timeout=120 --partial-dir .sparkops-partial . {shlex.quote(f'{repo}/blobs/')}"
+    with pytest.raises(GateRefused, match="a blob push may not carry|are not rsync's compact flags"):
+        decide(line, gate_config(cache, TARGETS[0], rsync=RSYNC))
+
+
+def test_the_metadata_push_keeps_rsync_a_with_symlinks(tmp_path: Path) -> None:
+    cache = tmp_path / "hf hub"
+    repo = make_repo(cache)
+    line = real_server_line(tmp_path, ["-a", "--itemize-changes", "--timeout=120"], f"{repo}/")
+    assert shlex.split(line)[2].startswith("-logDtpre.")
+    assert decide(line, gate_config(cache, TARGETS[0], rsync=RSYNC)) == shlex.split(line)
+    with pytest.raises(GateRefused, match="may only push blobs into"):
+        decide(line, gate_config(cache, TARGETS[0], rsync=RSYNC, peer=True))
 
 
 def test_a_peers_key_may_only_push_blobs(tmp_path: Path) -> None:
