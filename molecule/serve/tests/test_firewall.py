@@ -1,0 +1,158 @@
+"""The host firewall on the lab (host_firewall_enabled, the management network as the API's clients): after the reboot
+of every node, from its enabled unit; no Ray port of the head answers from the management network or from a fabric
+address that is not a node, the vLLM API answers the management network and the nodes only; off, the role removes it.
+
+The lab's host runs cgroup v1, where systemd cannot enforce the Ray units' IPAddressAllow: without the firewall, the
+head's Ray ports answer on its management address (the first test shows what the firewall turns away, port by port)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import socket
+import subprocess
+import textwrap
+import typing as t
+
+import pytest
+import testinfra
+
+HEAD = os.environ["RAY_LAB_HEAD"]
+WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
+HEAD_IP = os.environ["RAY_LAB_HEAD_FABRIC_IP"]
+HEAD_MGMT_IP = os.environ["RAY_LAB_HEAD_MGMT_IP"]
+WORKER_IP = os.environ["SERVE_LAB_WORKER_FABRIC_IP"]
+NOT_A_NODE = os.environ["SERVE_LAB_NOT_A_NODE_IP"]
+PROJECT = os.environ["RAY_LAB_PROJECT"]
+SERVE_PORT = 8000
+FABRIC_IF = "enp1s0f1np1"
+CONNECT = textwrap.dedent(
+    """
+    import errno, json, socket, sys
+    source, address, ports = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
+    seen = {}
+    for port in ports:
+        s = socket.socket(); s.settimeout(3); s.bind((source, 0))
+        try:
+            s.connect((address, port)); seen[port] = "open"
+        except OSError as exc:
+            seen[port] = errno.errorcode.get(exc.errno, "timeout") if exc.errno else "timeout"
+        s.close()
+    print(json.dumps(seen))
+    """
+)
+
+
+def connect_from_here(address: str, port: int) -> str:
+    s = socket.socket()
+    s.settimeout(3)
+    try:
+        s.connect((address, port))
+        return "open"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, "timeout") if exc.errno else "timeout"
+    finally:
+        s.close()
+
+
+def connect_from(node: t.Any, source: str, address: str, ports: list[int]) -> dict[int, str]:
+    argv = ["podman", "exec", node.backend.name, "python3", "-c", CONNECT, source, address, *map(str, ports)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return {int(port): state for port, state in json.loads(proc.stdout).items()}
+
+
+def ray_ports(node: t.Any) -> list[int]:
+    """The TCP ports Ray's processes (GCS, raylet, object manager, agents, workers) and the engine's Ray workers listen
+    on other hosts can reach (every interface or the fabric address), but ssh's and the API's."""
+    ports = set()
+    for line in node.check_output("ss -Hltnp").splitlines():
+        address, port = line.split()[3].rsplit(":", 1)
+        if re.search(r'"(gcs_server|raylet|ray::|python|ray)', line) and address in ("*", "0.0.0.0", "[::]", HEAD_IP):
+            ports.add(int(port))
+    return sorted(ports - {22, SERVE_PORT})
+
+
+@pytest.fixture(scope="module")
+def head() -> t.Any:
+    return testinfra.get_host(f"podman://{HEAD}")
+
+
+@pytest.fixture(scope="module")
+def worker() -> t.Any:
+    return testinfra.get_host(f"podman://{WORKER}")
+
+
+def test_the_firewall_came_back_with_the_reboot_from_its_enabled_unit(head: t.Any, worker: t.Any) -> None:
+    for node in (head, worker):
+        assert node.check_output("systemctl is-enabled sparkops-firewall.service") == "enabled"
+        assert node.check_output("systemctl is-active sparkops-firewall.service") == "active"
+        listing = node.check_output("nft list table inet sparkops_firewall")
+        assert f"elements = {{ {HEAD_IP}, {WORKER_IP} }}" in listing, listing
+        assert "reject with icmpx admin-prohibited" in listing, listing
+        ruleset = node.file("/etc/sparkops/firewall.nft")
+        assert (ruleset.user, ruleset.mode) == ("root", 0o644)
+
+
+def test_no_ray_port_answers_from_the_management_network(head: t.Any) -> None:
+    ports = ray_ports(head)
+    assert 6379 in ports and len(ports) >= 4, ports  # the GCS and the raylet's, agents' and workers' ports
+    # From the head itself every one of them answers (the ports are live) ...
+    assert set(connect_from(head, HEAD_IP, HEAD_IP, ports).values()) == {"open"}
+    # ... from this machine, on the management network, none does: the firewall turns them away.
+    seen = {port: connect_from_here(HEAD_MGMT_IP, port) for port in ports}
+    assert set(seen.values()) == {"EHOSTUNREACH"}, seen
+    # The API answers the management network (host_firewall_client_networks); ssh answers (Ansible's way in).
+    assert connect_from_here(HEAD_MGMT_IP, SERVE_PORT) == "open"
+    assert connect_from_here(HEAD_MGMT_IP, 22) == "open"
+
+
+def test_a_fabric_address_that_is_not_a_node_reaches_neither_ray_nor_the_api(head: t.Any, worker: t.Any) -> None:
+    ports = ray_ports(head)
+    subprocess.run(["podman", "exec", WORKER, "ip", "addr", "add", f"{NOT_A_NODE}/32", "dev", FABRIC_IF], check=True)
+    try:
+        from_node = connect_from(worker, WORKER_IP, HEAD_IP, [*ports, SERVE_PORT])
+        from_stranger = connect_from(worker, NOT_A_NODE, HEAD_IP, [*ports, SERVE_PORT, 22])
+    finally:
+        subprocess.run(["podman", "exec", WORKER, "ip", "addr", "del", f"{NOT_A_NODE}/32", "dev", FABRIC_IF], check=True)
+    assert set(from_node.values()) == {"open"}, from_node  # the worker, a node, reaches all of them
+    assert from_stranger == {**dict.fromkeys([*ports, SERVE_PORT], "EHOSTUNREACH"), 22: "open"}, from_stranger
+
+
+def site(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", "--tags", "firewall", *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
+    )
+
+
+def recap_changed(run: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s*:\s*ok=\d+\s+changed=(\d+)", run.stdout, re.M)}
+
+
+def test_a_rerun_changes_nothing_off_removes_it_on_puts_it_back(head: t.Any, worker: t.Any) -> None:
+    again = site()
+    assert again.returncode == 0 and set(recap_changed(again).values()) == {0}, again.stdout[-3000:]
+    bad = site("-e", '{"host_firewall_client_networks": ["10.89.200.1/24"]}')
+    assert bad.returncode != 0 and "host_firewall_client_networks[0] must be an IP network" in " ".join(bad.stdout.split()), bad.stdout[-3000:]
+    assert head.check_output("nft list table inet sparkops_firewall")  # refused before anything changed
+    off = site("-e", "host_firewall_enabled=false")
+    try:
+        assert off.returncode == 0 and min(recap_changed(off).values()) > 0, off.stdout[-3000:]
+        for node in (head, worker):
+            assert node.run("nft list table inet sparkops_firewall").rc != 0
+            assert not node.file("/etc/systemd/system/sparkops-firewall.service").exists
+            assert not node.file("/etc/sparkops/firewall.nft").exists
+        assert connect_from_here(HEAD_MGMT_IP, 6379) == "open"  # what the firewall turned away, without it
+        off_again = site("-e", "host_firewall_enabled=false")
+        assert off_again.returncode == 0 and set(recap_changed(off_again).values()) == {0}, off_again.stdout[-3000:]
+    finally:
+        on = site()
+    assert on.returncode == 0, on.stdout[-3000:]
+    assert connect_from_here(HEAD_MGMT_IP, 6379) == "EHOSTUNREACH"
+    assert worker.check_output("systemctl is-active sparkops-firewall.service") == "active"

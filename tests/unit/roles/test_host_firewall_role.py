@@ -1,0 +1,135 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The host_firewall role as Ansible renders it (its defaults and vars, the task of tasks/enable.yml that builds the
+ruleset, its unit template), for a head and two workers: what each node admits, the port Ansible uses kept open, the
+unit read back as systemd reads it (tests/unit/systemd_syntax.py), and bad values refused naming their variable before
+anything is written. What the kernel does with the ruleset: tests/unit/plugins/module_utils/test_host_firewall.py; the
+role on lab nodes (unit, reboot, reload, removal): molecule/serve/tests/test_firewall.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import typing as t
+from pathlib import Path
+
+import pytest
+import systemd_syntax
+import yaml
+from ansible_run import play, run_playbook
+
+REPO = Path(__file__).resolve().parents[3]
+ROLE = REPO / "roles" / "host_firewall"
+NODES = {"spark-head": "192.168.100.10", "spark-worker1": "192.168.100.11", "spark-worker2": "192.168.100.12"}
+
+
+def build_task() -> dict[str, t.Any]:
+    (task,) = [task for task in yaml.safe_load((ROLE / "tasks" / "enable.yml").read_text()) if task.get("name") == "enable | Build the firewall's ruleset"]
+    return dict(task)
+
+
+def inventory(**hostvars: dict[str, t.Any]) -> dict[str, t.Any]:
+    hosts = {name: {"sparkops_fabric_ip": ip, **hostvars.get(name.replace("-", "_"), {})} for name, ip in NODES.items()}
+    return {
+        "all": {
+            "vars": {
+                **yaml.safe_load((ROLE / "defaults" / "main.yml").read_text()),
+                "ansible_connection": "local",
+                "ansible_python_interpreter": sys.executable,
+                "sparkops_serve_port": 8000,
+            },
+            "children": {
+                "spark_head": {"hosts": {"spark-head": hosts["spark-head"]}},
+                "spark_workers": {"hosts": {name: hosts[name] for name in ("spark-worker1", "spark-worker2")}},
+            },
+        }
+    }
+
+
+def render_play(out: Path, hosts: str) -> str:
+    plays = [
+        {
+            "name": "Render the host firewall for each node",
+            "hosts": hosts,
+            "gather_facts": False,
+            "vars_files": [str(ROLE / "vars" / "main.yml")],
+            "tasks": [
+                build_task(),
+                {
+                    "name": "Write the ruleset",
+                    "ansible.builtin.copy": {"content": "{{ __host_firewall_ruleset }}", "dest": f"{out}/{{{{ inventory_hostname }}}}.nft", "mode": "0644"},
+                },
+                {
+                    "name": "Render the unit",
+                    "ansible.builtin.template": {
+                        "src": str(ROLE / "templates" / "sparkops-firewall.service.j2"),
+                        "dest": f"{out}/{{{{ inventory_hostname }}}}.service",
+                        "mode": "0644",
+                    },
+                },
+            ],
+        }
+    ]
+    return yaml.safe_dump(plays, sort_keys=False)
+
+
+def render(tmp_path: Path, hosts: str = "all", hostvars: dict[str, dict[str, t.Any]] | None = None, **extra: t.Any) -> dict[str, str]:
+    out = tmp_path / "out"
+    out.mkdir()
+    run_playbook(tmp_path, inventory(**(hostvars or {})), render_play(out, hosts), extra)
+    return {path.name: path.read_text() for path in sorted(out.iterdir())}
+
+
+@pytest.mark.parametrize("hosts", ["all", "spark-worker2"])
+def test_each_node_admits_all_the_nodes_the_clients_on_the_api_and_ssh(tmp_path: Path, hosts: str) -> None:
+    files = render(tmp_path, hosts, host_firewall_enabled=True, host_firewall_client_networks=["10.20.0.0/24"])
+    rulesets = {name: text for name, text in files.items() if name.endswith(".nft")}
+    assert sorted(rulesets) == (["spark-head.nft", "spark-worker1.nft", "spark-worker2.nft"] if hosts == "all" else ["spark-worker2.nft"])
+    for text in rulesets.values():
+        assert "elements = { 192.168.100.10, 192.168.100.11, 192.168.100.12 }" in text
+        assert "tcp dport 8000 ip saddr @clients_v4 accept" in text and "elements = { 10.20.0.0/24 }" in text
+        assert "tcp dport { 22 } accept" in text
+        check = subprocess.run(["unshare", "--net", "nft", "--check", "--file", "-"], input=text, capture_output=True, text=True, check=False)
+        assert check.returncode == 0, check.stderr
+
+
+def test_the_port_ansible_reaches_a_node_on_stays_open(tmp_path: Path) -> None:
+    files = render(tmp_path, hostvars={"spark_worker1": {"ansible_port": "2222"}}, host_firewall_ssh_ports=[22])
+    assert "tcp dport { 22, 2222 } accept" in files["spark-worker1.nft"]
+    assert "tcp dport { 22 } accept" in files["spark-head.nft"]
+
+
+def test_the_unit_loads_the_ruleset_before_the_network_and_deletes_only_its_table(tmp_path: Path) -> None:
+    text = render(tmp_path)["spark-head.service"]
+    unit = systemd_syntax.read(text)  # the command lines, as systemd splits them
+    directives = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+    assert unit.commands["ExecStart"] == [["/usr/sbin/nft", "--file", "/etc/sparkops/firewall.nft"]]
+    assert unit.commands["ExecReload"] == [["/usr/sbin/nft", "--file", "/etc/sparkops/firewall.nft"]]
+    assert unit.commands["ExecStop"] == [["/usr/sbin/nft", "delete", "table", "inet", "sparkops_firewall"]]
+    assert text.count("\nExecStop=-") == 1  # a table already gone does not fail the stop
+    assert directives["Type"] == "oneshot" and directives["RemainAfterExit"] == "yes"
+    before = directives["Before"].split()
+    assert {"network-pre.target", "sparkops-ray-head.service", "sparkops-ray-worker.service", "sparkops-vllm.service"} <= set(before)
+    assert directives["WantedBy"] == "sysinit.target" and directives["ReloadPropagatedFrom"] == "nftables.service"
+
+
+@pytest.mark.parametrize(
+    ("extra", "hostvars", "message"),
+    [
+        ({"host_firewall_client_networks": ["10.20.0.1/24"]}, {}, "host_firewall_client_networks[0] must be an IP network"),
+        ({"host_firewall_client_networks": ["10.20.0.0/24; flush ruleset"]}, {}, "host_firewall_client_networks[0] must be one address"),
+        ({"host_firewall_open_ports": ["8000/tcp"]}, {}, "host_firewall_open_ports opens the vLLM port 8000 to anyone"),
+        ({"host_firewall_open_ports": ["11000/icmp"]}, {}, "host_firewall_open_ports[0] must be PORT/tcp"),
+        ({"host_firewall_serve_port": 22}, {}, "host_firewall_serve_port 22 is also an ssh port"),
+        ({}, {"spark_worker2": {"sparkops_fabric_ip": "spark-worker2.lan"}}, "sparkops_fabric_ip of host spark-worker2 must be an IP address"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_it_before_anything_is_written(tmp_path: Path, extra: dict[str, t.Any], hostvars: dict[str, t.Any], message: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = play(tmp_path, inventory(**hostvars), render_play(out, "all"), {"host_firewall_enabled": True, **extra})
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0 and message in said, said[-3000:]
+    assert "Traceback" not in said
+    assert list(out.iterdir()) == []  # the build is the role's first task: nothing written
