@@ -87,7 +87,9 @@ class Ruleset:
             family = "ip" if version == 4 else "ip6"
             if any(net.version == version for _host, net in self.nodes):
                 lines.append(f'\t\t{family} saddr @nodes_v{version} accept comment "the cluster\'s nodes (fabric addresses)"')
-        lines.append('\t\tmeta l4proto { icmp, ipv6-icmp } accept comment "ping, path MTU, IPv6 neighbour discovery"')
+        # ICMP (1) and ICMPv6 (58) by number: nft resolves protocol names through /etc/protocols, which a minimal
+        # system may lack (netbase): "Could not resolve protocol name".
+        lines.append('\t\tmeta l4proto { 1, 58 } accept comment "ICMP and ICMPv6: ping, path MTU, IPv6 neighbour discovery"')
         lines.append(f'\t\tudp dport {{ {", ".join(str(p) for p in DHCP_CLIENT_PORTS)} }} accept comment "DHCP answers"')
         lines.append(f'\t\ttcp dport {{ {", ".join(str(p) for p in self.ssh_ports)} }} accept comment "ssh, from anyone"')
         for version in (4, 6):

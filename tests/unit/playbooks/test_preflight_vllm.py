@@ -149,6 +149,15 @@ def test_preflight_refuses_rays_removed_docker_runtime(inventory: Path) -> None:
     assert "Gather platform and network facts" not in proc.stdout  # refused first
 
 
+def test_preflight_refuses_rays_removed_fence_subnet_naming_what_replaced_it(inventory: Path) -> None:
+    proc = play(inventory, REPO / "playbooks" / "preflight.yml", "-e", "ray_cluster_fabric_subnet=192.168.100.0/24")
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
+    assert len(failed) == 1 and "host spark-head: ray_cluster_fabric_subnet (192.168.100.0/24) is no longer read" in failed[0], proc.stdout[-3000:]
+    assert "ray_cluster_allowed_addresses" in failed[0], failed[0]
+    assert "Gather platform and network facts" not in proc.stdout  # refused first
+
+
 def test_the_ray_role_alone_refuses_docker(inventory: Path) -> None:
     playbook = inventory.parent / "ray_role.yml"
     role = "  roles:\n    - role: sparkops.inference.ray_cluster\n"
