@@ -139,7 +139,8 @@ def test_a_rerun_changes_nothing_off_removes_it_on_puts_it_back(head: t.Any, wor
     again = site()
     assert again.returncode == 0 and set(recap_changed(again).values()) == {0}, again.stdout[-3000:]
     bad = site("-e", '{"host_firewall_client_networks": ["10.89.200.1/24"]}')
-    assert bad.returncode != 0 and "host_firewall_client_networks[0] must be an IP network" in " ".join(bad.stdout.split()), bad.stdout[-3000:]
+    said = " ".join((bad.stdout + bad.stderr).split())  # Ansible prints the failure on either stream
+    assert bad.returncode != 0 and "host_firewall_client_networks[0] must be an IP network" in said, said[-3000:]
     assert head.check_output("nft list table inet sparkops_firewall")  # refused before anything changed
     off = site("-e", "host_firewall_enabled=false")
     try:

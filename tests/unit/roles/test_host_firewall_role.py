@@ -109,8 +109,9 @@ def test_the_unit_loads_the_ruleset_before_the_network_and_deletes_only_its_tabl
     assert unit.commands["ExecStop"] == [["/usr/sbin/nft", "delete", "table", "inet", "sparkops_firewall"]]
     assert text.count("\nExecStop=-") == 1  # a table already gone does not fail the stop
     assert directives["Type"] == "oneshot" and directives["RemainAfterExit"] == "yes"
-    before = directives["Before"].split()
-    assert {"network-pre.target", "sparkops-ray-head.service", "sparkops-ray-worker.service", "sparkops-vllm.service"} <= set(before)
+    # Before the network, so before Ray and vLLM (After=network-online.target); no other sparkops unit named, which
+    # systemd would load as "not-found" on a node without it (and the status report would list).
+    assert directives["Before"].split() == ["network-pre.target", "shutdown.target"] and "sparkops-" not in directives["Before"]
     assert directives["WantedBy"] == "sysinit.target" and directives["ReloadPropagatedFrom"] == "nftables.service"
 
 
