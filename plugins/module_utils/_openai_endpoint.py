@@ -39,11 +39,21 @@ import ssl
 import time
 import typing as t
 import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
-from ansible.module_utils.urls import Request, make_context
+try:
+    from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
+    from ansible.module_utils.urls import Request, make_context
+
+    HAS_ANSIBLE_URLS = True
+except ImportError:  # on a node, the vLLM liveness probe runs these module utils without Ansible: stdlib_opener
+    HAS_ANSIBLE_URLS = False
+
+    class UrlsConnectionError(Exception):  # type: ignore[no-redef]
+        """Stands in for ansible.module_utils.urls.ConnectionError, which nothing raises without Ansible."""
+
 
 DEFAULT_PROMPT = "Say hello."
 DEFAULT_MAX_TOKENS = 32
@@ -196,6 +206,39 @@ def ansible_opener(validate_certs: bool = True, use_proxy: bool = False) -> Open
                 exc.close()
             return HttpResponse(status=int(exc.code), body=body)
         except (urllib.error.URLError, UrlsConnectionError, http.client.HTTPException, OSError) as exc:
+            return describe_failure(exc, request.timeout)
+
+    return opener
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, not followed: the ``Authorization`` header never goes to another place."""
+
+    def redirect_request(self, req: t.Any, fp: t.Any, code: t.Any, msg: t.Any, headers: t.Any, newurl: t.Any) -> None:  # noqa: PLR0913
+        return None
+
+
+def stdlib_opener() -> Opener:
+    """An HTTP client on the standard library alone, for plain ``http://`` to this host (the vLLM liveness probe on a
+    node, where Ansible is not installed): no proxy of the environment (``ProxyHandler({})``), no ``~/.netrc``, no
+    redirect followed; every failure turned into an :class:`HttpResponse`, as :func:`ansible_opener` does."""
+    client = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+
+    def opener(request: HttpRequest) -> HttpResponse:
+        prepared = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers), method=request.method)
+        prepared.add_header("User-Agent", USER_AGENT)
+        try:
+            with client.open(prepared, timeout=request.timeout) as response:
+                return HttpResponse(status=int(response.status), body=response.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                body = exc.read() or b""
+            except Exception:  # the body is only for the message; the status is what counts
+                body = b""
+            finally:
+                exc.close()
+            return HttpResponse(status=int(exc.code), body=body)
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
             return describe_failure(exc, request.timeout)
 
     return opener

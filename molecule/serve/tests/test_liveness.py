@@ -1,0 +1,104 @@
+"""The liveness probe on the lab's head (a probe every 2 s, 2 failures in a row, 1 restart an hour): a wedged engine
+(its process alive and stopped: nothing answers, the unit stays active) is restarted with no Ansible run and serves
+again; wedged a second time within the hour, the probe stops acting and says so, until an operator restarts vLLM."""
+
+from __future__ import annotations
+
+import os
+import time
+import typing as t
+
+import openai
+import pytest
+import testinfra
+
+HEAD = os.environ["RAY_LAB_HEAD"]
+HEAD_MGMT_IP = os.environ["RAY_LAB_HEAD_MGMT_IP"]
+API_KEY = os.environ["SERVE_LAB_API_KEY"]
+MODEL = os.environ["SERVE_LAB_MODEL"]
+UNIT = "sparkops-vllm.service"
+
+
+@pytest.fixture(scope="module")
+def head() -> t.Any:
+    return testinfra.get_host(f"podman://{HEAD}")
+
+
+def invocation(head: t.Any) -> str:
+    return head.check_output(f"systemctl show --property=InvocationID --value {UNIT}")
+
+
+def serves() -> bool:
+    try:
+        client = openai.OpenAI(base_url=f"http://{HEAD_MGMT_IP}:8000/v1", api_key=API_KEY, timeout=5, max_retries=0)
+        reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Say hello."}], max_tokens=4)
+        return bool(reply.usage and reply.usage.completion_tokens > 0)
+    except openai.OpenAIError:
+        return False
+
+
+def wait_until(what: t.Callable[[], bool], seconds: float, step: float = 1.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if what():
+            return True
+        time.sleep(step)
+    return what()
+
+
+def liveness_journal(head: t.Any, since: str) -> str:
+    return head.check_output(f"journalctl --unit sparkops-vllm-liveness.service --since '{since}' --no-pager --output cat")
+
+
+def last_decision(head: t.Any, since: str = "-15s") -> str:
+    lines = liveness_journal(head, since).strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def wedge(head: t.Any) -> str:
+    """Stop vLLM's main process (SIGSTOP): alive, the unit active, nothing answered; the time, for the journal."""
+    pid = head.check_output(f"systemctl show --property=MainPID --value {UNIT}")
+    assert pid not in ("", "0")
+    since = head.check_output("date '+%Y-%m-%d %H:%M:%S'")
+    head.run_expect([0], f"kill -STOP {pid}")
+    return since
+
+
+def test_the_timer_probes_the_serving_engine(head: t.Any) -> None:
+    assert head.check_output("systemctl is-enabled sparkops-vllm-liveness.timer") == "enabled"
+    assert head.check_output("systemctl is-active sparkops-vllm-liveness.timer") == "active"
+    assert wait_until(serves, 120), "vLLM does not serve before the liveness test"
+    assert wait_until(lambda: last_decision(head).startswith("serving: health: HTTP 200"), 30), last_decision(head, "-60s")
+    key = head.file("/etc/sparkops/private/vllm-api-key").content_string.strip()
+    assert key and key not in head.file("/etc/sparkops/vllm-liveness.json").content_string
+    assert key not in head.check_output("journalctl --unit sparkops-vllm-liveness.service --no-pager --output cat")
+
+
+def test_a_wedged_engine_is_restarted_with_no_ansible_run_and_serves_again(head: t.Any, record_property: t.Callable[[str, t.Any], None]) -> None:
+    before = invocation(head)
+    since = wedge(head)
+    wedged_at = time.monotonic()
+    assert not serves()  # wedged: no answer
+    assert head.check_output(f"systemctl is-active {UNIT}") == "active"  # systemd alone sees nothing wrong
+    assert wait_until(lambda: invocation(head) != before, 60), liveness_journal(head, since)
+    assert wait_until(serves, 240), liveness_journal(head, since)
+    record_property("wedged_to_serving_s", round(time.monotonic() - wedged_at, 1))
+    journal = liveness_journal(head, since)
+    assert "probe failed (1 of 2 in a row)" in journal and "probe failed 2 times in a row" in journal, journal
+    assert f"restarting {UNIT}" in journal, journal
+
+
+def test_wedged_again_within_the_hour_it_stops_acting_and_says_so_until_vllm_is_restarted(head: t.Any) -> None:
+    assert wait_until(lambda: last_decision(head).startswith("serving:"), 60)  # the probe saw it serve again
+    before = invocation(head)
+    since = wedge(head)
+    assert wait_until(lambda: "stopped acting" in liveness_journal(head, since), 60), liveness_journal(head, since)
+    journal = liveness_journal(head, since)
+    assert "1 restart(s) in the last hour reached vllm_serve_liveness_max_restarts_per_hour (1): stopped acting" in journal, journal
+    time.sleep(8)  # several more probes: it keeps saying so, and restarts nothing
+    assert invocation(head) == before
+    assert last_decision(head, since).startswith("stopped acting: 1 restart(s) in the last hour")
+    # The operator restarts vLLM: it serves, and the probe acts again (a new invocation).
+    head.run_expect([0], f"systemctl restart --no-block {UNIT}")
+    assert wait_until(serves, 240)
+    assert wait_until(lambda: last_decision(head).startswith("serving:"), 60), last_decision(head, "-60s")
