@@ -1,12 +1,14 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The status report of a running cluster: nodes, units, Ray, the model, the endpoint and the last health events.
+"""The status report of a running cluster: nodes, units, Ray, the model, the endpoint, the liveness probe and the last
+health events.
 
 Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 :func:`build_document` checks what the status playbook gathered (each node's role, addresses, versions, unit_status
-result and model check; the Ray cluster; the endpoint's probe) and puts it into the JSON document
+result and model check; the Ray cluster; the endpoint's probe; the liveness probe's settings and state files, as
+slurp read them on the head) and puts it into the JSON document
 (:data:`SCHEMA_VERSION`, described in docs/status.md); :func:`render_markdown` is the report a person reads. The
 files are written as recon_report writes its own (_report_files: only when something but ``generated_at``
 changed).
@@ -14,7 +16,10 @@ changed).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import math
 import typing as t
 from dataclasses import fields
 from datetime import datetime
@@ -23,7 +28,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._benchmark_repo
 from ansible_collections.sparkops.inference.plugins.module_utils._recon_report import version_rows
 from ansible_collections.sparkops.inference.plugins.module_utils._report_files import Plan, utc_now
 from ansible_collections.sparkops.inference.plugins.module_utils._report_files import plan as plan_files
-from ansible_collections.sparkops.inference.plugins.module_utils._unit_status import HealthEvent, UnitState
+from ansible_collections.sparkops.inference.plugins.module_utils._unit_status import HealthEvent, UnitState, iso_utc
 from ansible_collections.sparkops.inference.plugins.module_utils._version_drift import COMPONENTS
 
 SCHEMA_VERSION = 1
@@ -36,6 +41,14 @@ MODEL_NODE_KEYS = ("commit", "complete", "checked_at", "mode", "problems")
 RAY_NODE_KEYS = ("ip", "hostname", "alive", "state", "is_head", "gpus")
 ENDPOINT_KEYS = ("url", "model", "ready", "state", "latency_s", "sample", "sample_source", "finish_reason", "completion_tokens", "error")
 SAMPLE_SOURCES = ("content", "reasoning")
+# The vllm_serve role's liveness probe on the head (roles/vllm_serve/vars/main.yml, module_utils/_serve_liveness.py).
+LIVENESS_KEYS = ("settings", "state", "settings_error", "state_error")
+LIVENESS_TIMER = "sparkops-vllm-liveness.timer"
+LIVENESS_SERVICE = "sparkops-vllm-liveness.service"
+LIVENESS_UNIT_KEYS = ("unit", "active_state", "sub_state", "enabled", "result")
+HOUR = 3600.0
+PROBE_MESSAGE_CHARS = 300
+JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
 
 
 class StatusReportError(ValueError):
@@ -203,6 +216,169 @@ def check_endpoint(endpoint: t.Mapping[str, t.Any] | None) -> dict[str, t.Any] |
     }
 
 
+def _json_type(value: t.Any) -> str:
+    return JSON_TYPES.get(type(value), "something else")
+
+
+def _finite(value: t.Any) -> float | None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _whole(value: t.Any, minimum: int) -> int | None:
+    number = _finite(value)
+    return int(number) if number is not None and number.is_integer() and number >= minimum else None
+
+
+def _iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    try:
+        return iso_utc(epoch)
+    except (OverflowError, OSError, ValueError):  # not a time datetime can hold
+        return None
+
+
+def _file_json(value: t.Any, where: str) -> tuple[t.Any, str | None]:
+    """A file's content as slurp returns it (base64) parsed as JSON: (the value, None); (None, None) when the file is
+    absent (null); (None, why) when it cannot be read as JSON. Raises when the option is not a string or null."""
+    if value is None:
+        return None, None
+    if not isinstance(value, str):
+        raise StatusReportError(f"{where} must be the file's content in base64 (as ansible.builtin.slurp returns it) or null, not {_json_type(value)}")
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None, "not base64 (the file's content as ansible.builtin.slurp returns it)"
+    if not raw.strip():
+        return None, "empty"
+    try:
+        return json.loads(raw.decode("utf-8")), None
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except RecursionError:
+        return None, "not JSON (nested too deep)"
+    except ValueError as exc:
+        return None, f"not JSON ({exc})"
+
+
+def _liveness_unit(nodes: t.Mapping[str, t.Mapping[str, t.Any]], name: str) -> tuple[dict[str, t.Any] | None, bool]:
+    """The head's unit ``name`` (None when not there) and whether the head's units were read."""
+    heads = [host for host in sorted(nodes) if nodes[host]["role"] == "head"]
+    units = nodes[heads[0]]["units"] if heads else None
+    if units is None:
+        return None, False
+    for unit in units:
+        if unit.get("unit") == name and unit.get("load_state") != "not-found":
+            return {key: unit.get(key) for key in LIVENESS_UNIT_KEYS}, True
+    return None, True
+
+
+def _liveness_settings(raw: t.Any) -> tuple[dict[str, t.Any] | None, str | None]:
+    if raw is None:
+        return None, None
+    if not isinstance(raw, dict):
+        return None, f"not a JSON object but {_json_type(raw)}"
+    interval = _finite(raw.get("interval_s"))
+    return {
+        "interval_s": interval if interval is not None and interval > 0 else None,
+        "failures": _whole(raw.get("failures"), 1),
+        "max_restarts_per_hour": _whole(raw.get("max_restarts_per_hour"), 1),
+    }, None
+
+
+def _last_probe(raw: t.Any) -> dict[str, t.Any] | None:
+    """None: no probe yet (an empty or missing last_probe); every key null when it is not an object."""
+    if raw is None or raw == {}:
+        return None
+    probe = raw if isinstance(raw, dict) else {}
+    at = _finite(probe.get("at"))
+    time = _iso(at)
+    message = _str(probe.get("message")) if isinstance(probe.get("message"), str) else None
+    if message is not None and len(message) > PROBE_MESSAGE_CHARS:
+        message = message[: PROBE_MESSAGE_CHARS - 1] + "…"
+    return {
+        "at": at if time else None,
+        "time": time,
+        "ok": _bool(probe.get("ok")),
+        "state": _str(probe.get("state")) if isinstance(probe.get("state"), str) else None,
+        "message": message,
+    }
+
+
+def _liveness_state(raw: t.Any, now: float | None) -> tuple[dict[str, t.Any] | None, str | None]:
+    """The state file (_serve_liveness.State.as_dict): a key of the wrong type is null (unknown); the restarts are
+    those of the hour before ``now`` (all of them when ``now`` is unknown), oldest first."""
+    if raw is None:
+        return None, None
+    if not isinstance(raw, dict):
+        return None, f"not a JSON object but {_json_type(raw)}"
+    listed = raw.get("restarts")
+    if listed is None:
+        listed = []
+    times = [_finite(at) for at in listed] if isinstance(listed, list) else [None]
+    restarts: list[dict[str, t.Any]] | None = None
+    if None not in times and all(_iso(at) for at in times):
+        # The hour before now; one later than an hour after now (the head's clock ahead of this one's) is garbage.
+        recent = sorted(at for at in times if at is not None and (now is None or -HOUR < now - at < HOUR))
+        restarts = [{"at": at, "time": _iso(at)} for at in recent]
+    gave_up = raw.get("gave_up_invocation")
+    failures = raw.get("failures")
+    return {
+        "failures": _whole(0 if failures is None else failures, 0),
+        "restarts": restarts,
+        "gave_up": bool(gave_up) if gave_up is None or isinstance(gave_up, str) else None,
+        "last_probe": _last_probe(raw.get("last_probe")),
+    }, None
+
+
+def _liveness_file(
+    liveness: t.Mapping[str, t.Any], name: str, parse: t.Callable[[t.Any], tuple[dict[str, t.Any] | None, str | None]]
+) -> tuple[dict[str, t.Any] | None, str | None]:
+    """The file ``name`` (settings or state) checked: (what it holds, None), (None, None) when absent, (None, why) when
+    the playbook could not read it (``<name>_error``) or it is not JSON of the right shape."""
+    raw, why = _file_json(liveness.get(name), f"liveness.{name}")
+    error = liveness.get(f"{name}_error")
+    if error is not None and not isinstance(error, str):
+        raise StatusReportError(f"liveness.{name}_error must be a string (why the file could not be read) or null")
+    if error:
+        return None, error
+    if why is not None:
+        return None, why
+    return parse(raw)
+
+
+def check_liveness(liveness: t.Mapping[str, t.Any] | None, nodes: t.Mapping[str, t.Mapping[str, t.Any]], now: float | None) -> dict[str, t.Any] | None:
+    """The head's liveness probe: installed or not, its timer (from the head's units), its settings and its state;
+    a file that cannot be read is unreadable (why), a key of the wrong type unknown (null). None: not asked."""
+    if liveness is None:
+        return None
+    liveness = _mapping(liveness, "liveness") or {}
+    unknown = sorted(set(map(str, liveness)) - set(LIVENESS_KEYS))
+    if unknown:
+        raise StatusReportError(f"liveness has unknown keys {', '.join(unknown)}: it holds {', '.join(LIVENESS_KEYS)}")
+    settings, settings_error = _liveness_file(liveness, "settings", _liveness_settings)
+    state, state_error = _liveness_file(liveness, "state", lambda raw: _liveness_state(raw, now))
+    timer, units_read = _liveness_unit(nodes, LIVENESS_TIMER)
+    service, _read = _liveness_unit(nodes, LIVENESS_SERVICE)
+    installed = settings is not None or settings_error is not None or timer is not None
+    return {
+        "installed": installed,
+        "timer": timer,
+        "timer_active": (timer is not None and timer["active_state"] == "active") if units_read else None,
+        "service": service,
+        "settings": settings,
+        "settings_error": settings_error,
+        "state": state,
+        "state_error": state_error,
+    }
+
+
 def model_summary(model: t.Mapping[str, t.Any] | None, nodes: t.Mapping[str, t.Mapping[str, t.Any]]) -> dict[str, t.Any]:
     """repo, revision, the head's commit, and whether every node has that commit and a complete snapshot."""
     model = _mapping(model, "model") or {}
@@ -228,15 +404,19 @@ def build_document(
     endpoint: t.Mapping[str, t.Any] | None = None,
     model: t.Mapping[str, t.Any] | None = None,
     generated_at: str | None = None,
+    liveness: t.Mapping[str, t.Any] | None = None,
 ) -> dict[str, t.Any]:
-    """The JSON document (see docs/status.md): schema_version, generated_at, nodes, ray, endpoint, model, health_events."""
+    """The JSON document (see docs/status.md): schema_version, generated_at, nodes, ray, endpoint, liveness, model,
+    health_events."""
     checked, events = check_nodes(nodes)
+    generated_at = generated_at or utc_now()
     document = {
         "schema_version": SCHEMA_VERSION,
-        "generated_at": generated_at or utc_now(),
+        "generated_at": generated_at,
         "nodes": checked,
         "ray": check_ray(ray),
         "endpoint": check_endpoint(endpoint),
+        "liveness": check_liveness(liveness, checked, _epoch(generated_at)),
         "model": model_summary(model, checked),
         "health_events": sorted_events(events),
     }
@@ -294,10 +474,25 @@ def _since(unit: t.Mapping[str, t.Any], now: float | None) -> str:
     return f"{since} ({duration(now - epoch)})"
 
 
-def _state(unit: t.Mapping[str, t.Any]) -> str:
+def between_timer_runs(unit: t.Mapping[str, t.Any], units: t.Sequence[t.Mapping[str, t.Any]]) -> bool:
+    """A service its timer runs (the liveness probe's), between two runs: inactive, its last run a success, and the
+    timer of its name active on the node. Not down."""
+    name = str(unit.get("unit") or "")
+    if not name.endswith(".service") or unit.get("active_state") != "inactive" or unit.get("result") != "success":
+        return False
+    timer = name.removesuffix(".service") + ".timer"
+    return any(other.get("unit") == timer and other.get("active_state") == "active" for other in units)
+
+
+def _state(unit: t.Mapping[str, t.Any], units: t.Sequence[t.Mapping[str, t.Any]] = ()) -> str:
     active, sub = unit.get("active_state"), unit.get("sub_state")
     text = f"{active or MISSING} ({sub})" if sub else str(active or MISSING)
-    return text if active in ("active", "reloading") else f"**{text}**"
+    return text if active in ("active", "reloading") or between_timer_runs(unit, units) else f"**{text}**"
+
+
+def _unit_tally(units: t.Sequence[t.Mapping[str, t.Any]], active: int, idle: int) -> str:
+    """``4 of 4 active``, ``, 1 run by its timer`` added for services between their timer's runs (not counted)."""
+    return f"{active} of {len(units) - idle} active" + (f", {idle} run by {'its timer' if idle == 1 else 'their timers'}" if idle else "")
 
 
 def _short(commit: t.Any) -> str:
@@ -311,7 +506,7 @@ def _count(node: t.Mapping[str, t.Any]) -> str:
     if not units:
         return "none found" + (" (see the notes)" if node["notes"] else "")
     active = sum(1 for unit in units if unit.get("active_state") == "active")
-    return f"{active} of {len(units)} active"
+    return _unit_tally(units, active, sum(1 for unit in units if between_timer_runs(unit, units)))
 
 
 def _yes_no(value: t.Any, yes: str, no: str, unknown: str = MISSING) -> str:
@@ -343,7 +538,7 @@ def unit_lines(node: t.Mapping[str, t.Any], now: float | None) -> list[str]:
         return ["No unit found; some could not be read (see the notes)."] if node["notes"] else ["No unit found."]
     lines = ["| Unit | State | Enabled | Since (for) | Restarts | Main PID | Result |", "|---|---|---|---|---:|---:|---|"]
     for unit in units:
-        cells = [f"`{unit['unit']}`", _state(unit), _cell(unit.get("enabled")), _cell(_since(unit, now))]
+        cells = [f"`{unit['unit']}`", _state(unit, units), _cell(unit.get("enabled")), _cell(_since(unit, now))]
         cells += [_cell(unit.get("restarts")), _cell(unit.get("main_pid")), _cell(unit.get("result"))]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -442,6 +637,123 @@ def endpoint_lines(endpoint: t.Mapping[str, t.Any] | None) -> list[str]:
     return lines
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def gave_up_text(liveness: t.Mapping[str, t.Any]) -> str:
+    """The loud line when the probe stopped acting (its max restarts in an hour reached)."""
+    settings, state = liveness["settings"] or {}, liveness["state"] or {}
+    most = settings.get("max_restarts_per_hour")
+    if most is None and state.get("restarts"):
+        most = len(state["restarts"])
+    done = _plural(most, "restart") if isinstance(most, int) else "its max restarts"
+    return f"stopped acting after {done} in an hour: restart vLLM or rerun --tags serve"
+
+
+def _ago(epoch: t.Any, now: float | None) -> str:
+    """``2026-01-31T13:59:48Z (12s ago)``; the time alone when ``now`` is unknown."""
+    at = _finite(epoch)
+    when = _iso(at) or MISSING
+    return f"{when} ({duration(now - at)} ago)" if at is not None and now is not None else when
+
+
+def _unit_text(unit: t.Mapping[str, t.Any]) -> str:
+    active, sub = unit.get("active_state") or "unknown", unit.get("sub_state")
+    return f"{active} ({sub})" if sub else str(active)
+
+
+def _probe_text(probe: t.Mapping[str, t.Any] | None, now: float | None) -> str:
+    if probe is None:
+        return "none yet (vLLM not active since the probe was installed, or its first run is to come)"
+    if probe["at"] is None and probe["ok"] is None:
+        return "unknown (its record is garbled)"
+    verdict = _yes_no(probe["ok"], "ok", "**failed**", "unknown")
+    state = f" (`{_cell(probe['state'])}`)" if probe["state"] else ""
+    message = f": {_cell(probe['message'])}" if probe["message"] else ""
+    return f"{_ago(probe['at'], now)}, {verdict}{state}{message}"
+
+
+def liveness_lines(liveness: t.Mapping[str, t.Any] | None, now: float | None) -> list[str]:
+    """The liveness probe: installed, its timer, the last probe, failed probes in a row, restarts in the last hour."""
+    if liveness is None:
+        return ["Not asked."]
+    if not liveness["installed"]:
+        return [
+            "**Not installed** on the head (no settings file, no timer): nothing restarts vLLM when its engine stops answering. "
+            "The vllm_serve role installs it (`vllm_serve_liveness`, true by default)."
+        ]
+    settings, state = liveness["settings"], liveness["state"]
+    lines: list[str] = []
+    if state is not None and state["gave_up"]:
+        loud = gave_up_text(liveness)
+        lines += [f"**{loud[0].upper()}{loud[1:]}.**", ""]
+    timer = liveness["timer"]
+    if timer is None:
+        where = "not among the head's units" if liveness["timer_active"] is not None else "unknown (the head's units were not read)"
+        timer_text = f"`{LIVENESS_TIMER}` {where}"
+    else:
+        shown = _unit_text(timer)
+        timer_text = f"`{timer['unit']}` " + (shown if timer["active_state"] == "active" else f"**{shown}**: no probe runs")
+        timer_text += f", {timer['enabled']}" if timer.get("enabled") else ""
+    interval = (settings or {}).get("interval_s")
+    lines.append(f"- Timer: {timer_text}" + (f"; a probe every {interval:g} s." if interval is not None else "."))
+    service = liveness["service"]
+    if service is not None and service.get("result") not in (None, "success"):
+        lines.append(f"- Its last run **failed** (`{_cell(service['result'])}`): see `journalctl -u {LIVENESS_SERVICE}`.")
+    if liveness["settings_error"]:
+        lines.append(f"- Settings: **unreadable** ({_cell(liveness['settings_error'])}).")
+    if liveness["state_error"]:
+        lines.append(f"- State: **unreadable** ({_cell(liveness['state_error'])}).")
+        return lines
+    if state is None:
+        lines.append("- State: none yet (the probe has not run).")
+        return lines
+    lines.append(f"- Last probe: {_probe_text(state['last_probe'], now)}.")
+    failures = "unknown" if state["failures"] is None else str(state["failures"])
+    limit = (settings or {}).get("failures")
+    lines.append(f"- Failed probes in a row: {failures}" + (f" of {limit} (then it restarts vLLM)." if limit is not None else "."))
+    most = (settings or {}).get("max_restarts_per_hour")
+    restarts = state["restarts"]
+    count = "unknown" if restarts is None else str(len(restarts))
+    text = f"- Restarts in the last hour: {count}" + (f" of at most {most}" if most is not None else "")
+    if restarts:
+        text += ": " + ", ".join(_ago(restart["at"], now) for restart in restarts)
+    lines.append(text + ".")
+    return lines
+
+
+def liveness_headline(liveness: t.Mapping[str, t.Any] | None, now: float | None) -> str:
+    if liveness is None:
+        return "not asked"
+    if not liveness["installed"]:
+        return "**not installed**"
+    state = liveness["state"]
+    if liveness["state_error"]:
+        return "**state unreadable**"
+    if state is not None and state["gave_up"]:
+        return f"**{gave_up_text(liveness)}**"
+    parts = ["**timer not active**"] if liveness["timer_active"] is False else []
+    probe = None if state is None else state["last_probe"]
+    if probe is None:
+        parts.append("no probe yet")
+    else:
+        at = _finite(probe["at"])
+        age = f" {duration(now - at)} ago" if at is not None and now is not None else ""
+        if probe["ok"] is True:
+            parts.append(f"last probe ok{age}")
+        else:
+            failed = "**last probe failed**" if probe["ok"] is False else "last probe unknown"
+            parts.append(f"{failed}{age}" + (f" ({_cell(probe['state'])})" if probe["state"] else ""))
+            limit = (liveness["settings"] or {}).get("failures")
+            if state["failures"] is not None:
+                parts.append(f"{state['failures']}" + (f" of {limit}" if limit is not None else "") + " in a row")
+    restarts = None if state is None else state["restarts"]
+    if restarts:
+        parts.append(f"{len(restarts)} restart(s) in the last hour")
+    return ", ".join(parts)
+
+
 def event_lines(events: list[t.Mapping[str, t.Any]]) -> list[str]:
     if not events:
         return ["None (no journal entry at priority warning or worse)."]
@@ -453,7 +765,7 @@ def event_lines(events: list[t.Mapping[str, t.Any]]) -> list[str]:
 
 
 def headline(document: t.Mapping[str, t.Any]) -> list[str]:
-    """The summary at the top: the endpoint, the units, the model, Ray."""
+    """The summary at the top: the endpoint, the liveness probe, the units, the model, Ray."""
     nodes = document["nodes"]
     endpoint = document["endpoint"]
     if endpoint is None:
@@ -463,9 +775,10 @@ def headline(document: t.Mapping[str, t.Any]) -> list[str]:
     else:
         serving = f"**not ready** ({_cell(endpoint['state'])})"
     units = [unit for node in nodes.values() for unit in node["units"] or []]
+    idle = [unit for node in nodes.values() for unit in node["units"] or [] if between_timer_runs(unit, node["units"])]
     down = [unit for unit in units if unit.get("active_state") not in ("active", "reloading")]
     unread = [host for host, node in sorted(nodes.items()) if node["units"] is None]
-    unit_text = f"{len(units) - len(down)} of {len(units)} active"
+    unit_text = _unit_tally(units, len(units) - len(down), len(idle))
     if unread:
         unit_text += f", not read on {', '.join(unread)}"
     model = document["model"]
@@ -483,11 +796,12 @@ def headline(document: t.Mapping[str, t.Any]) -> list[str]:
         ray_text = _cell(error) if error.startswith("not asked") else f"**no answer**: {_cell(error[:120])}" + ("…" if len(error) > 120 else "")
     else:
         ray_text = f"{_cell(ray['alive_nodes'])} node(s) alive, {_gpus(ray['total_gpus'])} GPU(s)" + ("" if ray["ready"] else ", **not ready**")
-    return [f"- Endpoint: {serving}", f"- Units: {unit_text}", f"- Model: {model_text}", f"- Ray: {ray_text}"]
+    liveness = liveness_headline(document.get("liveness"), _epoch(document["generated_at"]))
+    return [f"- Endpoint: {serving}", f"- Liveness: {liveness}", f"- Units: {unit_text}", f"- Model: {model_text}", f"- Ray: {ray_text}"]
 
 
 def render_markdown(document: t.Mapping[str, t.Any]) -> str:
-    """The human report: summary, nodes, versions, units, Ray, model, endpoint, health events, notes."""
+    """The human report: summary, nodes, versions, units, Ray, model, endpoint, liveness probe, health events, notes."""
     nodes: t.Mapping[str, t.Mapping[str, t.Any]] = document["nodes"]
     hosts = ordered_hosts(nodes)
     heads = [host for host in hosts if nodes[host]["role"] == "head"]
@@ -517,6 +831,7 @@ def render_markdown(document: t.Mapping[str, t.Any]) -> str:
     lines += ["## Ray cluster", "", *ray_lines(document["ray"]), ""]
     lines += ["## Model", "", *model_lines(document, hosts), ""]
     lines += ["## Endpoint", "", *endpoint_lines(document["endpoint"]), ""]
+    lines += ["## Liveness probe", "", *liveness_lines(document.get("liveness"), now), ""]
     lines += ["## Last health events", "", "Newest first.", "", *event_lines(document["health_events"]), ""]
     lines += ["## Notes", ""]
     notes = [f"- {host}: {_cell(note)}" for host in hosts for note in nodes[host]["notes"]]

@@ -12,14 +12,16 @@ version_added: 1.0.0
 description:
   - Writes C(<dest_dir>/<basename>.json) and C(<dest_dir>/<basename>.md) on the host it runs on (the status playbook
     runs it once, delegated to the controller) from what the playbook read on each node and on the head.
-  - "The Markdown report, for people, has a summary (endpoint, units, model, Ray), a table of the nodes (role,
-    management and fabric addresses, units active, model snapshot), a table of versions (a value that differs from
-    the head's marked C((differs))), a table of units per node (state, enabled, since when, restarts, main PID,
-    result), the Ray cluster (nodes, GPUs), the model's commit on each node and its verification, the endpoint's
-    readiness with the sample completion and its latency, the last health events (journal entries at priority
-    warning or worse, newest first) and every node's notes."
+  - "The Markdown report, for people, has a summary (endpoint, liveness probe, units, model, Ray), a table of the
+    nodes (role, management and fabric addresses, units active, model snapshot), a table of versions (a value that
+    differs from the head's marked C((differs))), a table of units per node (state, enabled, since when, restarts,
+    main PID, result), the Ray cluster (nodes, GPUs), the model's commit on each node and its verification, the
+    endpoint's readiness with the sample completion and its latency, the liveness probe (installed, its timer, the
+    last probe and its age, failed probes in a row, restarts in the last hour, and a loud line when it stopped
+    acting), the last health events (journal entries at priority warning or worse, newest first) and every node's
+    notes."
   - "The JSON file, for tools, holds C(schema_version) (V(1)), C(generated_at) (ISO 8601, UTC), C(nodes), C(ray),
-    C(endpoint), C(model) (C(repo), C(revision), the head's C(commit), C(same_on_every_node),
+    C(endpoint), C(liveness), C(model) (C(repo), C(revision), the head's C(commit), C(same_on_every_node),
     C(complete_on_every_node)) and C(health_events) (every node's, merged, newest first); docs/status.md describes
     every key."
   - A file is written only when its content changes. C(generated_at) alone does not count as a change. The sample
@@ -69,6 +71,19 @@ options:
         C(completion_tokens) and C(error) (why it is not ready)."
       - Omitted or null, the report says the endpoint was not asked.
     type: dict
+  liveness:
+    description:
+      - "The vllm_serve role's liveness probe on the head (C(sparkops-vllm-liveness.timer)): C(settings) and C(state),
+        the content of its settings file (C(/etc/sparkops/vllm-liveness.json)) and of its state file
+        (C(/var/lib/sparkops/vllm-liveness.json)), base64-encoded as M(ansible.builtin.slurp) returns it, each null
+        when the file is absent; C(settings_error) and C(state_error), why a file that is there could not be read
+        (null otherwise)."
+      - "The timer's and its service's states are those of the head's C(units) in O(nodes)."
+      - No settings file and no timer on the head, the report says the probe is not installed. A file that is not
+        base64-encoded JSON of the right shape is reported unreadable, with why; a key of the wrong type in it is
+        reported unknown (null).
+      - Omitted or null, the report says the probe was not asked.
+    type: dict
   model:
     description:
       - The model the cluster serves, C(repo) (C(sparkops_model_repo)) and C(revision) (C(sparkops_model_revision)).
@@ -113,6 +128,9 @@ EXAMPLES = r"""
         units: "{{ hostvars['spark-worker1'].units }}"
     ray: {address: "192.168.200.11:6379", ready: true, alive_nodes: 2, total_gpus: 2.0}
     endpoint: {url: "http://127.0.0.1:8000", model: qwen3.5-122b, ready: true, latency_s: 0.84, sample: Hello!}
+    liveness:
+      settings: "{{ liveness_settings.content | default(none) }}"  # slurp of /etc/sparkops/vllm-liveness.json on the head
+      state: "{{ liveness_state.content | default(none) }}"  # slurp of /var/lib/sparkops/vllm-liveness.json on the head
     model: {repo: Qwen/Qwen3.5-122B-A10B-FP8, revision: main}
     dest_dir: "{{ playbook_dir }}/../reports"
   delegate_to: localhost
@@ -142,11 +160,12 @@ generated_at:
   type: str
   sample: "2026-01-31T12:00:00Z"
 summary:
-  description: The Markdown report's summary lines (endpoint, units, model, Ray), without Markdown emphasis.
+  description: The Markdown report's summary lines (endpoint, liveness probe, units, model, Ray), without Markdown emphasis.
   returned: always
   type: list
   elements: str
-  sample: ["Endpoint: ready (0.84 s)", "Units: 4 of 4 active", "Model: 0123456789ab, same on every node", "Ray: 2 node(s) alive, 2 GPU(s)"]
+  sample: ["Endpoint: ready (0.84 s)", "Liveness: last probe ok 12s ago", "Units: 4 of 4 active, 1 run by its timer",
+           "Model: 0123456789ab, same on every node", "Ray: 2 node(s) alive, 2 GPU(s)"]
 msg:
   description: What was written.
   returned: always
@@ -173,6 +192,7 @@ def main() -> None:
             "nodes": {"type": "dict", "required": True},
             "ray": {"type": "dict"},
             "endpoint": {"type": "dict"},
+            "liveness": {"type": "dict"},
             "model": {"type": "dict"},
             "dest_dir": {"type": "path", "required": True},
             "basename": {"type": "str", "default": "status"},
@@ -182,7 +202,7 @@ def main() -> None:
     p = module.params
     try:
         check_basename(p["basename"])
-        document = build_document(p["nodes"], p["ray"], p["endpoint"], p["model"])
+        document = build_document(p["nodes"], p["ray"], p["endpoint"], p["model"], liveness=p["liveness"])
     except StatusReportError as exc:
         module.fail_json(msg=str(exc))
     dest = p["dest_dir"]

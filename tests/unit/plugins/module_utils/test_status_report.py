@@ -1,18 +1,25 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the _status_report module util and, at the end, the status_report module's main() writing the files."""
+"""Unit tests for the _status_report module util and, at the end, the status_report module's main() writing the files.
+
+The liveness probe's files are written by its own writer (_serve_liveness.save_state) and read back as the status
+playbook's slurp hands them over (base64)."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import re
 import stat
+import time
 import typing as t
 from pathlib import Path
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.sparkops.inference.plugins.module_utils._serve_liveness import State, save_state
 from ansible_collections.sparkops.inference.plugins.module_utils._status_report import (
     SAMPLE_CHARS,
     SCHEMA_VERSION,
@@ -20,6 +27,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._status_report 
     build_document,
     check_basename,
     duration,
+    headline,
     plan,
     render_markdown,
 )
@@ -123,7 +131,8 @@ def document(**overrides: t.Any) -> dict[str, t.Any]:
 
 def test_document_shape() -> None:
     doc = document()
-    assert list(doc) == ["schema_version", "generated_at", "nodes", "ray", "endpoint", "model", "health_events"]
+    assert list(doc) == ["schema_version", "generated_at", "nodes", "ray", "endpoint", "liveness", "model", "health_events"]
+    assert doc["liveness"] is None  # not given: not asked
     assert doc["schema_version"] == SCHEMA_VERSION == 1
     assert list(doc["nodes"]) == ["spark-head", "spark-worker1"]
     head = doc["nodes"]["spark-head"]
@@ -199,6 +208,8 @@ def test_ray_and_endpoint_may_be_null() -> None:
     markdown = render_markdown(doc)
     assert "## Ray cluster\n\nNot asked.\n" in markdown
     assert "## Endpoint\n\nNot asked.\n" in markdown
+    assert "## Liveness probe\n\nNot asked.\n" in markdown
+    assert "- Liveness: not asked" in markdown
 
 
 @pytest.mark.parametrize(
@@ -214,6 +225,11 @@ def test_ray_and_endpoint_may_be_null() -> None:
         ({"endpoint": {"sample_source": "tools"}}, "endpoint.sample_source must be one of content, reasoning"),
         ({"model": {"repo": "x", "commit": "y"}}, "model has unknown keys commit"),
         ({"ray": {"nodes": ["x"]}}, "ray.nodes[0] must be a node"),
+        ({"liveness": "on"}, "liveness must be a dictionary or null"),
+        ({"liveness": {"state": None, "api_key": "x"}}, "liveness has unknown keys api_key: it holds settings, state"),
+        ({"liveness": {"state": {"failures": 0}}}, "liveness.state must be the file's content in base64"),
+        ({"liveness": {"settings": ["x"]}}, "liveness.settings must be the file's content in base64"),
+        ({"liveness": {"state_error": 3}}, "liveness.state_error must be a string"),
     ],
 )
 def test_bad_options(overrides: dict[str, t.Any], message: str) -> None:
@@ -317,6 +333,211 @@ def test_plan_keeps_generated_at_and_notices_changes(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# The liveness probe
+
+NOW = NOON + 7200  # GENERATED
+LIVENESS_SETTINGS: dict[str, t.Any] = {
+    "url": "http://192.168.200.11:8000",
+    "model": "tiny-moe",
+    "unit": "sparkops-vllm.service",
+    "restart_units": ["sparkops-vllm.service"],
+    "api_key_file": "/etc/sparkops/private/vllm-api-key",
+    "state_file": "/var/lib/sparkops/vllm-liveness.json",
+    "interval_s": 30.0,
+    "failures": 3,
+    "max_restarts_per_hour": 3,
+    "timeout_s": 60.0,
+    "startup_grace_s": 1800.0,
+}
+PROBE_OK = "health: 200; models: tiny-moe listed; completion: 4 token(s)"
+PROBE_TIMEOUT = "health: 200; models: tiny-moe listed; completion: timed out after 60 s"
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def slurped(tmp_path: Path, state: State | None = None, settings: dict[str, t.Any] | None = LIVENESS_SETTINGS) -> dict[str, t.Any]:
+    """The liveness option as the status playbook gives it: the files the probe writes, as slurp reads them (null: absent)."""
+    found: dict[str, t.Any] = {"settings": None, "state": None}
+    if settings is not None:
+        found["settings"] = b64(json.dumps(settings, indent=4, sort_keys=True).encode())
+    if state is not None:
+        path = tmp_path / "var" / "vllm-liveness.json"
+        save_state(str(path), state)
+        found["state"] = b64(path.read_bytes())
+    return found
+
+
+def with_probe_units(timer: str = "active", timer_sub: str = "waiting", result: str = "success") -> dict[str, t.Any]:
+    """nodes() with the probe's timer and service among the head's units, as unit_status reads them."""
+    found = nodes()
+    found["spark-head"]["units"]["units"] += [
+        {**unit("sparkops-vllm-liveness.timer", timer, timer_sub), "main_pid": None, "result": "success"},
+        {**unit("sparkops-vllm-liveness.service", "inactive", "dead", NOW - 12, 0, result), "enabled": "static"},
+    ]
+    return found
+
+
+def liveness_markdown(doc: dict[str, t.Any]) -> str:
+    markdown = render_markdown(doc)
+    return markdown[markdown.index("## Liveness probe\n") : markdown.index("## Last health events")]
+
+
+def test_liveness_healthy_last_probe(tmp_path: Path) -> None:
+    state = State(
+        restarts=[NOW - 7000.0, NOW - 2400.0],  # the first more than an hour before generated_at
+        ready_invocation="1f2e",
+        generation_tokens=1234.0,
+        last_probe={"at": NOW - 12.5, "ok": True, "state": "ready", "message": PROBE_OK},
+    )
+    doc = document(nodes=with_probe_units(), liveness=slurped(tmp_path, state))
+    assert doc["liveness"] == {
+        "installed": True,
+        "timer": {"unit": "sparkops-vllm-liveness.timer", "active_state": "active", "sub_state": "waiting", "enabled": "enabled", "result": "success"},
+        "timer_active": True,
+        "service": {"unit": "sparkops-vllm-liveness.service", "active_state": "inactive", "sub_state": "dead", "enabled": "static", "result": "success"},
+        "settings": {"interval_s": 30.0, "failures": 3, "max_restarts_per_hour": 3},
+        "settings_error": None,
+        "state": {
+            "failures": 0,
+            "restarts": [{"at": NOW - 2400.0, "time": "2026-01-31T13:20:00Z"}],
+            "gave_up": False,
+            "last_probe": {"at": NOW - 12.5, "time": "2026-01-31T13:59:47Z", "ok": True, "state": "ready", "message": PROBE_OK},
+        },
+        "state_error": None,
+    }
+    assert liveness_markdown(doc) == (
+        "## Liveness probe\n\n"
+        "- Timer: `sparkops-vllm-liveness.timer` active (waiting), enabled; a probe every 30 s.\n"
+        f"- Last probe: 2026-01-31T13:59:47Z (12s ago), ok (`ready`): {PROBE_OK}.\n"
+        "- Failed probes in a row: 0 of 3 (then it restarts vLLM).\n"
+        "- Restarts in the last hour: 1 of at most 3: 2026-01-31T13:20:00Z (40m 0s ago).\n\n"
+    )
+    assert "- Liveness: last probe ok 12s ago, 1 restart(s) in the last hour" in headline(doc)
+    assert "Stopped acting" not in render_markdown(doc)
+    # The probe's service between two runs of its timer is not down.
+    assert "- Units: 4 of 5 active, 1 run by its timer" in headline(doc)
+    assert "| spark-head | head | 10.0.0.11 | 192.168.200.11 | 3 of 3 active, 1 run by its timer |" in render_markdown(doc)
+    assert "| `sparkops-vllm-liveness.service` | inactive (dead) | static |" in render_markdown(doc)
+
+
+def test_liveness_failing_probe_and_stopped_timer(tmp_path: Path) -> None:
+    state = State(failures=2, last_probe={"at": NOW - 40, "ok": False, "state": "timeout", "message": PROBE_TIMEOUT})
+    doc = document(nodes=with_probe_units(timer="inactive", timer_sub="dead", result="exit-code"), liveness=slurped(tmp_path, state))
+    markdown = liveness_markdown(doc)
+    assert doc["liveness"]["timer_active"] is False
+    assert "- Timer: `sparkops-vllm-liveness.timer` **inactive (dead)**: no probe runs, enabled; a probe every 30 s.\n" in markdown
+    assert "- Its last run **failed** (`exit-code`): see `journalctl -u sparkops-vllm-liveness.service`.\n" in markdown
+    assert f"- Last probe: 2026-01-31T13:59:20Z (40s ago), **failed** (`timeout`): {PROBE_TIMEOUT}.\n" in markdown
+    assert "- Failed probes in a row: 2 of 3 (then it restarts vLLM).\n" in markdown
+    assert "- Restarts in the last hour: 0 of at most 3.\n" in markdown
+    assert "- Liveness: **timer not active**, **last probe failed** 40s ago (timeout), 2 of 3 in a row" in headline(doc)
+    assert "- Units: 3 of 6 active" in headline(doc)
+    assert "| `sparkops-vllm-liveness.service` | **inactive (dead)** | static |" in render_markdown(doc)
+
+
+def test_liveness_gave_up_is_loud(tmp_path: Path) -> None:
+    state = State(
+        restarts=[NOW - 3000.0, NOW - 1800.0, NOW - 600.0],
+        gave_up_invocation="9a8b",
+        failures=3,
+        last_probe={"at": NOW - 5, "ok": False, "state": "timeout", "message": PROBE_TIMEOUT},
+    )
+    doc = document(nodes=with_probe_units(), liveness=slurped(tmp_path, state))
+    assert doc["liveness"]["state"]["gave_up"] is True
+    markdown = liveness_markdown(doc)
+    # First in the section, and in the summary at the top.
+    assert markdown.startswith("## Liveness probe\n\n**Stopped acting after 3 restarts in an hour: restart vLLM or rerun --tags serve.**\n\n- Timer:")
+    assert "- Liveness: **stopped acting after 3 restarts in an hour: restart vLLM or rerun --tags serve**" in headline(doc)
+    assert (
+        "- Restarts in the last hour: 3 of at most 3: 2026-01-31T13:10:00Z (50m 0s ago), 2026-01-31T13:30:00Z (30m 0s ago), "
+        "2026-01-31T13:50:00Z (10m 0s ago).\n"
+    ) in markdown
+    # Its settings unreadable: the restarts it counted say how many.
+    doc = document(nodes=with_probe_units(), liveness={**slurped(tmp_path, state), "settings": b64(b"{")})
+    assert "**Stopped acting after 3 restarts in an hour: restart vLLM or rerun --tags serve.**" in liveness_markdown(doc)
+    assert "- Settings: **unreadable** (not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))).\n" in liveness_markdown(doc)
+
+
+def test_liveness_not_installed(tmp_path: Path) -> None:
+    doc = document(liveness=slurped(tmp_path, None, None))
+    assert doc["liveness"] == {
+        "installed": False,
+        "timer": None,
+        "timer_active": False,
+        "service": None,
+        "settings": None,
+        "settings_error": None,
+        "state": None,
+        "state_error": None,
+    }
+    assert liveness_markdown(doc).startswith("## Liveness probe\n\n**Not installed** on the head (no settings file, no timer): nothing restarts vLLM")
+    assert "- Liveness: **not installed**" in headline(doc)
+    # Installed but not run yet: a settings file, no state.
+    doc = document(nodes=with_probe_units(), liveness=slurped(tmp_path, None))
+    assert doc["liveness"]["installed"] is True
+    assert "- State: none yet (the probe has not run).\n" in liveness_markdown(doc)
+    assert "- Liveness: no probe yet" in headline(doc)
+    # The head's units not read: the timer is unknown, not inactive.
+    unread = nodes()
+    unread["spark-head"]["units"] = None
+    doc = document(nodes=unread, liveness=slurped(tmp_path, State()))
+    assert doc["liveness"]["timer_active"] is None
+    assert "- Timer: `sparkops-vllm-liveness.timer` unknown (the head's units were not read); a probe every 30 s.\n" in liveness_markdown(doc)
+
+
+@pytest.mark.parametrize(
+    ("state", "why"),
+    [
+        (b64(b""), "empty"),
+        (b64(b"\x00\xff\xfe garbage"), "not UTF-8 text"),
+        (b64(b'{"failures": 2, "restarts": ['), "not JSON (Expecting value: line 1 column 30 (char 29))"),
+        (b64(b"[" * 100000), "not JSON (nested too deep)"),
+        (b64(b'["failures", 2]'), "not a JSON object but an array"),
+        ("{not base64}", "not base64 (the file's content as ansible.builtin.slurp returns it)"),
+    ],
+)
+def test_liveness_garbled_state_file_is_unreadable(tmp_path: Path, state: str, why: str) -> None:
+    doc = document(nodes=with_probe_units(), liveness={**slurped(tmp_path), "state": state})
+    assert (doc["liveness"]["installed"], doc["liveness"]["state"], doc["liveness"]["state_error"]) == (True, None, why)
+    markdown = liveness_markdown(doc)
+    assert f"- State: **unreadable** ({why}).\n" in markdown
+    assert "Last probe" not in markdown
+    assert "- Liveness: **state unreadable**" in headline(doc)
+
+
+def test_liveness_keys_of_the_wrong_type_are_unknown(tmp_path: Path) -> None:
+    garbled = {"failures": "many", "restarts": [NOW - 60, "soon"], "gave_up_invocation": 7, "last_probe": "yesterday"}
+    doc = document(nodes=with_probe_units(), liveness={**slurped(tmp_path), "state": b64(json.dumps(garbled).encode())})
+    assert doc["liveness"]["state"] == {
+        "failures": None,
+        "restarts": None,
+        "gave_up": None,
+        "last_probe": {"at": None, "time": None, "ok": None, "state": None, "message": None},
+    }
+    markdown = liveness_markdown(doc)
+    assert "- Last probe: unknown (its record is garbled).\n" in markdown
+    assert "- Failed probes in a row: unknown of 3 (then it restarts vLLM).\n" in markdown
+    assert "- Restarts in the last hour: unknown of at most 3.\n" in markdown
+    # Numbers no time can hold, NaN, and settings of the wrong type.
+    huge = b'{"restarts": [1e308], "last_probe": {"at": 1e300, "ok": "yes", "state": 3, "message": ["x"]}, "failures": NaN}'
+    settings = b64(json.dumps({"interval_s": "30", "failures": 0, "max_restarts_per_hour": 2.5}).encode())
+    doc = document(nodes=with_probe_units(), liveness={"settings": settings, "state": b64(huge)})
+    assert doc["liveness"]["settings"] == {"interval_s": None, "failures": None, "max_restarts_per_hour": None}
+    assert doc["liveness"]["state"]["restarts"] is None and doc["liveness"]["state"]["failures"] is None
+    assert doc["liveness"]["state"]["last_probe"] == {"at": None, "time": None, "ok": None, "state": None, "message": None}
+    assert "- Timer: `sparkops-vllm-liveness.timer` active (waiting), enabled.\n" in liveness_markdown(doc)
+
+
+def test_liveness_file_the_playbook_could_not_read(tmp_path: Path) -> None:
+    why = "Source is a directory and must be a file: /var/lib/sparkops/vllm-liveness.json"
+    doc = document(nodes=with_probe_units(), liveness={**slurped(tmp_path), "state_error": why})
+    assert (doc["liveness"]["state"], doc["liveness"]["state_error"]) == (None, why)
+    assert f"- State: **unreadable** ({why}).\n" in liveness_markdown(doc)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # The module
 
 
@@ -342,6 +563,7 @@ def test_module_writes_then_reports_no_change(tmp_path: Path, capsys: pytest.Cap
     assert stat.S_IMODE((dest / "status.json").stat().st_mode) == 0o644
     assert result["summary"] == [
         "Endpoint: ready (0.84 s)",
+        "Liveness: not asked",
         "Units: 3 of 4 active",
         "Model: 0123456789ab, not the same on every node, not complete on every node",
         "Ray: 2 node(s) alive, 2 GPU(s)",
@@ -367,3 +589,31 @@ def test_module_fails_on_bad_options(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert result["failed"] is True
     assert "endpoint has unknown keys token" in result["msg"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_module_reports_the_liveness_probe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    now = time.time()
+    healthy = State(last_probe={"at": now - 20, "ok": True, "state": "ready", "message": PROBE_OK})
+    args = module_args(tmp_path / "ok", nodes=with_probe_units(), liveness=slurped(tmp_path, healthy))
+    result = run_module(args, capsys)
+    # generated_at is to the second: 19 s to a few more.
+    assert re.fullmatch(r"Liveness: last probe ok (19|2\d)s ago", result["summary"][1]), result["summary"]
+    written = json.loads((tmp_path / "ok" / "status.json").read_text())
+    assert written["liveness"]["state"]["last_probe"]["ok"] is True
+    assert "## Liveness probe\n\n- Timer: `sparkops-vllm-liveness.timer` active (waiting)" in (tmp_path / "ok" / "status.md").read_text()
+    gave_up = State(restarts=[now - 900, now - 600, now - 300], gave_up_invocation="9a8b", last_probe={"at": now - 5, "ok": False, "state": "timeout"})
+    result = run_module(module_args(tmp_path / "gave-up", nodes=with_probe_units(), liveness=slurped(tmp_path, gave_up)), capsys)
+    assert result["summary"][1] == "Liveness: stopped acting after 3 restarts in an hour: restart vLLM or rerun --tags serve"
+    result = run_module(module_args(tmp_path / "none", liveness={"settings": None, "state": None}), capsys)
+    assert result["summary"][1] == "Liveness: not installed"
+
+
+def test_module_shows_a_garbled_liveness_state_and_refuses_a_bad_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    garbled = {**slurped(tmp_path), "state": b64(b"\x00\x00\x00\x00")}
+    result = run_module(module_args(tmp_path / "garbled", nodes=with_probe_units(), liveness=garbled), capsys)
+    assert "failed" not in result and result["summary"][1] == "Liveness: state unreadable", result
+    assert json.loads((tmp_path / "garbled" / "status.json").read_text())["liveness"]["state_error"].startswith("not JSON (")
+    result = run_module(module_args(tmp_path / "bad", liveness={"state": 3}), capsys)
+    assert result["failed"] is True
+    assert result["msg"] == "liveness.state must be the file's content in base64 (as ansible.builtin.slurp returns it) or null, not a number"
+    assert not (tmp_path / "bad").exists()
