@@ -14,6 +14,7 @@ import subprocess
 import typing as t
 from pathlib import Path
 
+import pytest
 import testinfra
 
 HEAD = os.environ["ENGINE_LAB_HEAD"]
@@ -167,6 +168,20 @@ def disagreements(mine: tuple[dict[str, t.Any], dict[str, float]], theirs: tuple
     return found
 
 
+@pytest.fixture
+def no_liveness_probe() -> t.Iterator[None]:
+    """The liveness probe's completions (vllm_serve_liveness) would count in the engine's /metrics beside the measured
+    requests: its timer is stopped while the clients run, and started again after."""
+    head = node(HEAD)
+    head.run_expect([0], "systemctl stop sparkops-vllm-liveness.timer")
+    head.run_expect([0], "while systemctl is-active --quiet sparkops-vllm-liveness.service; do sleep 1; done")
+    try:
+        yield
+    finally:
+        head.run_expect([0], "systemctl start sparkops-vllm-liveness.timer")
+
+
+@pytest.mark.usefixtures("no_liveness_probe")
 def test_the_benchmark_agrees_with_vllm_bench_serve(tmp_path: Path) -> None:
     """Each level measured by both load generators, one after the other, with prompts of the same length in tokens,
     each compared with what the engine itself recorded of the same requests (its /metrics before and after): the same

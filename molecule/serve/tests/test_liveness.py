@@ -17,11 +17,24 @@ HEAD_MGMT_IP = os.environ["RAY_LAB_HEAD_MGMT_IP"]
 API_KEY = os.environ["SERVE_LAB_API_KEY"]
 MODEL = os.environ["SERVE_LAB_MODEL"]
 UNIT = "sparkops-vllm.service"
+RESET: list[str] = []  # when the head fixture reset the probe's state: its decisions since then
 
 
 @pytest.fixture(scope="module")
-def head() -> t.Any:
-    return testinfra.get_host(f"podman://{HEAD}")
+def head() -> t.Iterator[t.Any]:
+    """The head, its probe's state afresh (no restart counted from earlier in the hour); whatever the tests leave,
+    vLLM is not left wedged for the scenario's other tests."""
+    node = testinfra.get_host(f"podman://{HEAD}")
+    node.run_expect([0], "systemctl stop sparkops-vllm-liveness.timer && rm -f /var/lib/sparkops/vllm-liveness.json")
+    RESET.append(node.check_output("date '+%Y-%m-%d %H:%M:%S'"))
+    node.run_expect([0], "systemctl start sparkops-vllm-liveness.timer")
+    try:
+        yield node
+    finally:
+        pid = node.check_output(f"systemctl show --property=MainPID --value {UNIT}")
+        if pid not in ("", "0") and node.check_output(f"ps -o stat= -p {pid} || true").startswith("T"):
+            node.run(f"systemctl restart --no-block {UNIT}")
+            wait_until(serves, 240)
 
 
 def invocation(head: t.Any) -> str:
@@ -47,7 +60,8 @@ def wait_until(what: t.Callable[[], bool], seconds: float, step: float = 1.0) ->
 
 
 def liveness_journal(head: t.Any, since: str) -> str:
-    return head.check_output(f"journalctl --unit sparkops-vllm-liveness.service --since '{since}' --no-pager --output cat")
+    # The probe's own lines (its SyslogIdentifier), not systemd's "Starting ..."/"Finished ..." about its service.
+    return head.check_output(f"journalctl --identifier sparkops-vllm-liveness --since '{since}' --no-pager --output cat")
 
 
 def last_decision(head: t.Any, since: str = "-15s") -> str:
@@ -68,10 +82,11 @@ def test_the_timer_probes_the_serving_engine(head: t.Any) -> None:
     assert head.check_output("systemctl is-enabled sparkops-vllm-liveness.timer") == "enabled"
     assert head.check_output("systemctl is-active sparkops-vllm-liveness.timer") == "active"
     assert wait_until(serves, 120), "vLLM does not serve before the liveness test"
-    assert wait_until(lambda: last_decision(head).startswith("serving: health: HTTP 200"), 30), last_decision(head, "-60s")
+    # A probe since the reset saw it serve (what the next test's wedge is counted against).
+    assert wait_until(lambda: "serving: health: HTTP 200" in liveness_journal(head, RESET[0]), 30), liveness_journal(head, RESET[0])
     key = head.file("/etc/sparkops/private/vllm-api-key").content_string.strip()
     assert key and key not in head.file("/etc/sparkops/vllm-liveness.json").content_string
-    assert key not in head.check_output("journalctl --unit sparkops-vllm-liveness.service --no-pager --output cat")
+    assert key not in head.check_output("journalctl --identifier sparkops-vllm-liveness --no-pager --output cat")
 
 
 def test_a_wedged_engine_is_restarted_with_no_ansible_run_and_serves_again(head: t.Any, record_property: t.Callable[[str, t.Any], None]) -> None:

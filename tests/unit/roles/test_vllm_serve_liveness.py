@@ -25,7 +25,8 @@ KEY = "sk-never-in-a-file-but-its-own-0123456789"
 
 
 def check_task() -> dict[str, t.Any]:
-    (task,) = [task for task in yaml.safe_load((ROLE / "tasks" / "main.yml").read_text()) if str(task.get("name", "")).startswith("Check the liveness settings")]
+    tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    (task,) = [task for task in tasks if str(task.get("name", "")).startswith("Check the liveness settings")]
     return dict(task)
 
 
