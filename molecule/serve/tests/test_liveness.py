@@ -110,9 +110,11 @@ def test_wedged_again_within_the_hour_it_stops_acting_and_says_so_until_vllm_is_
     assert wait_until(lambda: "stopped acting" in liveness_journal(head, since), 60), liveness_journal(head, since)
     journal = liveness_journal(head, since)
     assert "1 restart(s) in the last hour reached vllm_serve_liveness_max_restarts_per_hour (1): stopped acting" in journal, journal
-    time.sleep(8)  # several more probes: it keeps saying so, and restarts nothing
+    # More probes (a wedged one takes two 3 s timeouts, then 2 s): it keeps saying so, and restarts nothing.
+    assert wait_until(lambda: last_decision(head, since).startswith("stopped acting: 1 restart(s) in the last hour"), 30), last_decision(head, since)
+    time.sleep(12)
     assert invocation(head) == before
-    assert last_decision(head, since).startswith("stopped acting: 1 restart(s) in the last hour")
+    assert last_decision(head, since).startswith("stopped acting: 1 restart(s) in the last hour"), last_decision(head, since)
     # The operator restarts vLLM: it serves, and the probe acts again (a new invocation).
     head.run_expect([0], f"systemctl restart --no-block {UNIT}")
     assert wait_until(serves, 240)
