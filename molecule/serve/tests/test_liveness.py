@@ -31,6 +31,9 @@ def head() -> t.Iterator[t.Any]:
     try:
         yield node
     finally:
+        # Its restarts (the probe's, the operator's) counted in the unit's start limit (3 an hour in the lab): the
+        # scenario's later tests restart vLLM too, so the counter starts afresh (systemctl reset-failed resets it).
+        node.run(f"systemctl reset-failed {UNIT}")
         pid = node.check_output(f"systemctl show --property=MainPID --value {UNIT}")
         if pid not in ("", "0") and node.check_output(f"ps -o stat= -p {pid} || true").startswith("T"):
             node.run(f"systemctl restart --no-block {UNIT}")
