@@ -15,13 +15,13 @@ import os
 import re
 import stat
 import subprocess
-import sys
 import typing as t
 from pathlib import Path
 
 import pytest
 import yaml
 from ansible_run import ANSIBLE_PLAYBOOK
+from vllm_serve_inventory import inventory as cluster_inventory
 
 REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "vllm_serve"
@@ -49,26 +49,7 @@ def probe_template() -> str:
 
 
 def inventory() -> dict[str, t.Any]:
-    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False}
-    return {
-        "all": {
-            "vars": {
-                **local,
-                "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
-                "sparkops_model_revision": "main",
-                "sparkops_served_model_name": "qwen3.5-122b",
-                "sparkops_tensor_parallel_size": 2,
-                "sparkops_pipeline_parallel_size": 1,
-                "sparkops_gpus_per_node": 1,
-                "sparkops_serve_port": 8000,
-                "sparkops_gpu_memory_utilization": 0.8,
-            },
-            "children": {
-                "spark_head": {"hosts": {"spark-head": {"sparkops_fabric_ip": "192.168.100.10"}}},
-                "spark_workers": {"hosts": {"spark-worker1": {"sparkops_fabric_ip": "192.168.100.11"}}},
-            },
-        }
-    }
+    return cluster_inventory(ansible_become=False)
 
 
 class Lab:

@@ -11,13 +11,13 @@ naming its variable."""
 from __future__ import annotations
 
 import json
-import sys
 import typing as t
 from pathlib import Path
 
 import pytest
 import systemd_syntax
 from ansible_run import play, run_playbook
+from vllm_serve_inventory import inventory
 
 REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "vllm_serve"
@@ -51,29 +51,6 @@ PLAYBOOK = """
         mode: "0644"
       when: __vllm_serve_runs_here | bool and vllm_serve_backend == 'mp'
 """
-
-
-def inventory() -> dict[str, t.Any]:
-    return {
-        "all": {
-            "vars": {
-                "ansible_connection": "local",
-                "ansible_python_interpreter": sys.executable,
-                "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
-                "sparkops_model_revision": "main",
-                "sparkops_served_model_name": "qwen3.5-122b",
-                "sparkops_tensor_parallel_size": 2,
-                "sparkops_pipeline_parallel_size": 1,
-                "sparkops_gpus_per_node": 1,
-                "sparkops_serve_port": 8000,
-                "sparkops_gpu_memory_utilization": 0.8,
-            },
-            "children": {
-                "spark_head": {"hosts": {"spark-head": {"sparkops_fabric_ip": "192.168.100.10"}}},
-                "spark_workers": {"hosts": {"spark-worker1": {"sparkops_fabric_ip": "192.168.100.11"}}},
-            },
-        }
-    }
 
 
 def render(tmp_path: Path, **extra: object) -> dict[str, str]:
