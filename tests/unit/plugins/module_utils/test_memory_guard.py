@@ -391,7 +391,7 @@ def test_the_third_stop_within_an_hour_gives_up_and_stays_stopped_saying_so(tmp_
     clock = FakeClock()
     lines: list[str] = []
     # Three emergencies ten minutes apart, memory back in between.
-    for _ in range(3):
+    for _round in range(3):
         _state, more, _clock = guard(tmp_path, systemd, Feed(EDGE, SERVING), iterations=35, clock=clock, resume_hold_s=30)
         lines += more
         clock.now += 600
@@ -423,7 +423,7 @@ def test_the_third_stop_within_an_hour_gives_up_and_stays_stopped_saying_so(tmp_
 def test_stops_older_than_an_hour_do_not_count(tmp_path: Path) -> None:
     systemd = FakeSystemd({VLLM: "active"})
     clock = FakeClock()
-    for _ in range(3):
+    for _round in range(3):
         state, _lines, _clock = guard(tmp_path, systemd, Feed(EDGE, SERVING), iterations=35, clock=clock, resume_hold_s=30)
         clock.now += 1800  # 31 min apart: at most two stops inside any hour
     assert state.phase == WATCHING and systemd.actions().count(f"start {VLLM}") == 3 and len(state.stops) == 2

@@ -66,7 +66,7 @@ def test_a_unit_that_is_not_active_is_not_probed_and_nothing_is_counted() -> Non
 
 def test_k_failures_in_a_row_restart_the_group_once_and_an_answer_resets_the_count() -> None:
     state = State(ready_invocation="inv-1")
-    assert [step(state, HUNG).action for _ in range(2)] == ["none", "none"]
+    assert [step(state, HUNG).action for _probe in range(2)] == ["none", "none"]
     assert state.failures == 2
     assert step(state, OK).message.endswith("(after 2 failed probe(s))") and state.failures == 0
     actions = [step(state, HUNG, now=2000.0 + i) for i in range(3)]
@@ -91,7 +91,7 @@ def test_a_timed_out_probe_while_the_engine_still_generates_is_busy_not_dead() -
     assert [step(state, probe).action for probe in busy] == ["none"] * 4
     assert state.failures == 1  # the first had nothing to compare with; then each grew
     stuck = ProbeResult(False, "timeout", "completion: timed out after 2 s", True, 600.0)
-    assert [step(state, stuck).action for _ in range(2)] == ["none", "restart"]
+    assert [step(state, stuck).action for _probe in range(2)] == ["none", "restart"]
 
 
 def test_at_most_m_restarts_an_hour_then_it_stops_acting_and_says_so_until_someone_restarts_vllm() -> None:
@@ -202,7 +202,7 @@ def test_a_hung_completion_gets_the_unit_restarted_after_k_runs_and_the_key_is_n
 
     assert once().message.startswith("serving: ")  # the key from its file: /v1/ answered (the fake refuses without it)
     server.set("POST", "/v1/chat/completions", Reply(200, b"{}", delay=3))  # the engine hangs; /health still 200
-    assert [once().action for _ in range(2)] == ["none", "restart"]
+    assert [once().action for _probe in range(2)] == ["none", "restart"]
     assert systemd.restarts() == [["restart", "--no-block", "sparkops-vllm.service"]]
     assert "completion: timed out after 0.5 s" in said[-1]
     saved = json.loads(Path(conf.state_file).read_text())

@@ -357,11 +357,11 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def slurped(tmp_path: Path, state: State | None = None, settings: dict[str, t.Any] | None = LIVENESS_SETTINGS) -> dict[str, t.Any]:
+def slurped(tmp_path: Path, state: State | None = None, with_settings: bool = True) -> dict[str, t.Any]:
     """The liveness option as the status playbook gives it: the files the probe writes, as slurp reads them (null: absent)."""
     found: dict[str, t.Any] = {"settings": None, "state": None}
-    if settings is not None:
-        found["settings"] = b64(json.dumps(settings, indent=4, sort_keys=True).encode())
+    if with_settings:
+        found["settings"] = b64(json.dumps(LIVENESS_SETTINGS, indent=4, sort_keys=True).encode())
     if state is not None:
         path = tmp_path / "var" / "vllm-liveness.json"
         save_state(str(path), state)
@@ -461,7 +461,7 @@ def test_liveness_gave_up_is_loud(tmp_path: Path) -> None:
 
 
 def test_liveness_not_installed(tmp_path: Path) -> None:
-    doc = document(liveness=slurped(tmp_path, None, None))
+    doc = document(liveness=slurped(tmp_path, None, with_settings=False))
     assert doc["liveness"] == {
         "installed": False,
         "timer": None,
