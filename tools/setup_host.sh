@@ -13,6 +13,21 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# promtool (the metrics role's rule tests): taken out of Debian's prometheus package, whose install would also start a
+# Prometheus server and pull in its web assets.
+if ! command -v promtool >/dev/null; then
+  echo "setup-host: installing promtool from Debian's prometheus package"
+  tmp=$(mktemp -d)
+  # (apt-get warns that _apt cannot write into a root-only folder and downloads as root: its stderr is dropped)
+  if ! (cd "$tmp" && apt-get download -qq prometheus 2>/dev/null); then
+    apt-get update -qq
+    (cd "$tmp" && apt-get download -qq prometheus 2>/dev/null)
+  fi
+  dpkg-deb --fsys-tarfile "$tmp"/prometheus_*.deb | tar -x -C "$tmp" ./usr/bin/promtool
+  install -m 0755 "$tmp/usr/bin/promtool" /usr/local/bin/promtool
+  rm -rf "$tmp"
+fi
+
 # podman on this kind of host (see shared/reference/lab.md): nofile within the hard limit, nproc at
 # podman's own cap, runc (crun refuses the hybrid cgroup layout) and cgroupfs (PID 1 is not systemd).
 hard_nofile=$(ulimit -Hn)

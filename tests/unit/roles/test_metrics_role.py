@@ -1,0 +1,139 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The metrics role run by ansible-playbook on this machine (every host a local connection): a head, two workers and
+a Prometheus host. Off (every default) it changes nothing; on, the file_sd targets name the head's address and the
+serve port for vLLM and every node's at 9100 for the node exporter, the scrape jobs read them and promtool takes the
+rules and the jobs, on the controller and on the Prometheus host; a second run changes nothing; a bad value is refused
+naming its variable before anything is written. The rules' behaviour: tests/unit/plugins/module_utils/test_metrics_config.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import typing as t
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_run import play
+
+NODES = {
+    "spark-head": {"ansible_host": "10.0.0.21", "sparkops_fabric_ip": "192.168.100.10"},
+    "spark-worker1": {"ansible_host": "192.168.100.11", "sparkops_fabric_ip": "192.168.100.11"},
+    "spark-worker2": {"ansible_host": "10.0.0.23", "sparkops_fabric_ip": "192.168.100.12"},
+}
+PLAY = yaml.safe_dump(
+    [{"name": "Metrics", "hosts": "spark_head:spark_workers", "gather_facts": False, "roles": [{"role": "sparkops.inference.metrics"}]}], sort_keys=False
+)
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
+
+
+def inventory(head: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
+    hosts = {**NODES, "spark-head": {**NODES["spark-head"], **(head or {})}}
+    return {
+        "all": {
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "sparkops_serve_port": 8000},
+            "children": {
+                "spark_head": {"hosts": {"spark-head": hosts["spark-head"]}},
+                "spark_workers": {"hosts": {name: hosts[name] for name in ("spark-worker1", "spark-worker2")}},
+                "prometheus": {"hosts": {"prometheus1": {}}},
+            },
+        }
+    }
+
+
+def promtool() -> str:
+    path = shutil.which("promtool")
+    assert path, "promtool is missing: `make setup` installs it (tools/setup_host.sh)"
+    return path
+
+
+def run(tmp_path: Path, extra: dict[str, t.Any], head: dict[str, t.Any] | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, int]]:
+    """The play and, by host, how many tasks changed something."""
+    proc = play(tmp_path, inventory(head), PLAY, extra)
+    recap = {host: int(changed) for host, changed, _unreachable, _failed in RECAP.findall(proc.stdout)}
+    return proc, recap
+
+
+def on(tmp_path: Path, **extra: t.Any) -> dict[str, t.Any]:
+    return {
+        "metrics_controller_dir": str(tmp_path / "controller"),
+        "metrics_prometheus_host": "prometheus1",
+        "metrics_prometheus_config_dir": str(tmp_path / "prometheus"),
+        "metrics_prometheus_service": "",  # no Prometheus unit here
+        "metrics_prometheus_promtool": promtool(),
+        **extra,
+    }
+
+
+def targets(path: Path) -> list[tuple[str, str, str]]:
+    return [(group["labels"]["sparkops_node"], group["labels"]["sparkops_role"], *group["targets"]) for group in json.loads(path.read_text())]
+
+
+def test_off_by_default_a_run_changes_and_writes_nothing(tmp_path: Path) -> None:
+    proc, recap = run(tmp_path, {})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert recap == {"spark-head": 0, "spark-worker1": 0, "spark-worker2": 0}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["extra.json", "hosts.yml", "play.yml"]
+
+
+def test_the_targets_jobs_and_rules_on_the_controller_and_the_prometheus_host_then_a_rerun_changes_nothing(tmp_path: Path) -> None:
+    proc, recap = run(tmp_path, on(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert recap["spark-head"] > 0 and recap["spark-worker1"] == recap["spark-worker2"] == 0  # run_once, on the first node
+    controller, prometheus = tmp_path / "controller", tmp_path / "prometheus"
+    for folder, file_sd in ((controller, controller), (prometheus, prometheus / "file_sd")):
+        assert targets(file_sd / "sparkops-vllm.json") == [("spark-head", "head", "10.0.0.21:8000")]
+        assert targets(file_sd / "sparkops-node.json") == [
+            ("spark-head", "head", "10.0.0.21:9100"),
+            ("spark-worker1", "worker", "192.168.100.11:9100"),
+            ("spark-worker2", "worker", "10.0.0.23:9100"),
+        ]
+        jobs_file = folder / ("sparkops-scrape.yml" if folder == controller else "scrape_configs/sparkops-scrape.yml")
+        rules_file = folder / ("sparkops.rules" if folder == controller else "rules/sparkops.rules")
+        jobs = yaml.safe_load(jobs_file.read_text())["scrape_configs"]
+        assert [(job["job_name"], job["file_sd_configs"][0]["files"]) for job in jobs] == [
+            ("sparkops-vllm", [f"{file_sd}/sparkops-vllm.json"]),
+            ("sparkops-node", [f"{file_sd}/sparkops-node.json"]),
+        ]
+        checked = subprocess.run([promtool(), "check", "config", str(jobs_file)], capture_output=True, text=True, check=False)
+        assert checked.returncode == 0 and "WARNING" not in checked.stdout + checked.stderr, checked.stdout + checked.stderr
+        checked = subprocess.run([promtool(), "check", "rules", str(rules_file)], capture_output=True, text=True, check=False)
+        assert checked.returncode == 0 and "SUCCESS: 5 rules found" in checked.stdout, checked.stdout + checked.stderr
+        text = rules_file.read_text()
+        assert text.startswith("# Managed by sparkops.inference (role metrics).")
+        assert "{{ $labels.instance }}" in text and "vllm:kv_cache_usage_perc" in text and "sparkops_memory_guard_holding" in text
+    again, recap = run(tmp_path, on(tmp_path))
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    assert recap == {"spark-head": 0, "spark-worker1": 0, "spark-worker2": 0}, again.stdout[-3000:]
+
+
+def test_the_fabric_addresses_for_a_prometheus_on_the_fabric_and_the_thresholds_given(tmp_path: Path) -> None:
+    extra = {"metrics_controller_dir": str(tmp_path / "controller"), "metrics_address_var": "sparkops_fabric_ip", "metrics_alert_kv_cache_usage": 0.9}
+    proc, _recap = run(tmp_path, {**extra, "metrics_node_exporter_scrape": False})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert targets(tmp_path / "controller" / "sparkops-vllm.json") == [("spark-head", "head", "192.168.100.10:8000")]
+    assert not (tmp_path / "controller" / "sparkops-node.json").exists()
+    assert 'vllm:kv_cache_usage_perc{job="sparkops-vllm"} >= 0.9\n' in (tmp_path / "controller" / "sparkops.rules").read_text()
+
+
+@pytest.mark.parametrize(
+    ("extra", "head", "message"),
+    [
+        ({"metrics_alert_kv_cache_usage": 1.5}, {}, "metrics_alert_kv_cache_usage must be a fraction in (0, 1]"),
+        ({"metrics_node_exporter_port": 70000}, {}, "metrics_node_exporter_port must be a port number (1-65535)"),
+        ({"metrics_alert_engine_down_for": "ten minutes"}, {}, "metrics_alert_engine_down_for must be a Prometheus duration"),
+        ({}, {"ansible_host": "10.0.0.21; rm -rf /"}, "ansible_host of host spark-head must be an IP address or a DNS name"),
+        ({"metrics_vllm_scheme": "ftp"}, {}, "metrics_vllm_scheme"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_it_before_anything_is_written(tmp_path: Path, extra: dict[str, t.Any], head: dict[str, t.Any], message: str) -> None:
+    proc, _recap = run(tmp_path, on(tmp_path, **extra), head)
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0 and message in said, said[-3000:]
+    assert "Traceback" not in said
+    assert not (tmp_path / "controller").exists() and not (tmp_path / "prometheus").exists()
