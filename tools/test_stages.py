@@ -57,8 +57,9 @@ STAGES: tuple[Stage, ...] = (
 # Stages that run at the same time, each lane in order (CI has 2 cores): the static checks and unit tests, which keep
 # one core busy, then the lab and model scenarios and the engine scenario's lab (created and converged: its real
 # engine installed and loaded); beside them the lab's preparation (node image, wheelhouses, the engine's download:
-# once, while the static checks run; every scenario's dependency step then finds it done) and the lab_miswired,
-# reclaim and serve scenarios, which mostly wait on containers, ssh, systemd and reboots. The engine scenario's side
+# once, while the static checks run; every scenario's dependency step then finds it done) and the reclaim and serve
+# scenarios, which mostly wait on containers, ssh, systemd and reboots (lab_miswired runs after the lab scenario: the
+# serve lane is the longer one). The engine scenario's side
 # effect and verifier run alone after them: its recovery tests time the real engine on both cores, and its benchmark
 # compares two load generators, which a neighbour's load would skew. A group starts where its first stage would; its
 # stages' outcomes are listed in STAGES' order. Scenarios side by side share the lab's networks: `make test` keeps
@@ -79,10 +80,11 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "collection-build",
             "execution-environment",
             "molecule-lab",
+            "molecule-lab_miswired",
             "molecule-model",
             "molecule-engine-up",
         ),
-        ("lab-prepare", "molecule-lab_miswired", "molecule-reclaim", "molecule-serve"),
+        ("lab-prepare", "molecule-reclaim", "molecule-serve"),
     ),
 )
 

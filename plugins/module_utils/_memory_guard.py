@@ -293,9 +293,10 @@ class Levels:
         return self.names.get(key, key)
 
     @classmethod
-    def from_settings(cls, raw: t.Mapping[str, t.Any], names: t.Mapping[str, str] | None = None) -> Levels:
+    def from_settings(cls, raw: t.Mapping[str, t.Any], names: t.Mapping[str, str] | None = None, mem_total_mib: int | None = None) -> Levels:
         """The levels in ``raw`` (other keys ignored; a missing or null one takes its default, except
-        ``stop_psi_full_pct`` where null turns PSI off), type-checked and :meth:`check`-ed (without MemTotal)."""
+        ``stop_psi_full_pct`` where null turns PSI off), type-checked and :meth:`check`-ed (against ``mem_total_mib``
+        when given)."""
         names = dict(names or {})
         values: dict[str, t.Any] = {}
         for key in LEVEL_FIELDS:
@@ -315,7 +316,7 @@ class Levels:
                 values[key] = int(value)
             else:
                 values[key] = float(value)
-        return cls(names=names, **values).check()
+        return cls(names=names, **values).check(mem_total_mib)
 
     def problems(self, mem_total_mib: int | None = None) -> list[str]:
         """What makes no sense, each naming its variable; with ``mem_total_mib``, levels at or above this host's
@@ -390,7 +391,8 @@ class GuardState:
     ``phase``: watching (nothing held), holding (stopped, waiting for memory), gave_up; ``stopped``: the units the guard
     stopped and will start again, in stop order; ``stops``: its stops of the last hour; ``held_since``/``reason``: when
     and why it stopped; ``resume_since``: since when memory has been back; ``retry``: "stop" or "start" when that
-    action failed partway and is done again at the next interval."""
+    action failed partway and is done again at the next interval; ``stops_total``: every stop it counted since its state
+    began (the textfile metric ``sparkops_memory_guard_stops_total``)."""
 
     phase: str = WATCHING
     stopped: tuple[str, ...] = ()
@@ -400,6 +402,7 @@ class GuardState:
     held_since: float | None = None
     reason: str = ""
     retry: str = ""
+    stops_total: int = 0
 
     def to_dict(self) -> dict[str, t.Any]:
         return {
@@ -412,6 +415,7 @@ class GuardState:
             "held_since": self.held_since,
             "reason": self.reason,
             "retry": self.retry,
+            "stops_total": self.stops_total,
         }
 
     @classmethod
@@ -435,6 +439,9 @@ class GuardState:
         for key in ("resume_since", "held_since"):
             if raw.get(key) is not None and not _is_time(raw[key]):
                 raise MemoryGuardError(f"guard state {key} {_show(raw[key])} is not a time")
+        total = raw.get("stops_total", 0)  # absent from a state an earlier guard wrote
+        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+            raise MemoryGuardError(f"guard state stops_total {_show(total)}")
         reason = raw.get("reason", "")
         retry = raw.get("retry", "")
         if not isinstance(reason, str) or retry not in ("", "stop", "start"):
@@ -448,6 +455,7 @@ class GuardState:
             held_since=None if raw.get("held_since") is None else float(raw["held_since"]),
             reason=reason[:2000],
             retry=retry,
+            stops_total=total,
         )
 
 
@@ -479,6 +487,37 @@ def save_state(path: str, state: GuardState) -> None:
         handle.write("\n")
         handle.flush()
         os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+TEXTFILE_NAME = "sparkops_memory_guard.prom"
+
+
+def metrics_text(state: GuardState) -> str:
+    """The guard's figures in Prometheus' text format, for node exporter's textfile collector (docs/metrics.md's alerts)."""
+    holding = 0 if state.phase == WATCHING else 1
+    gave_up = 1 if state.phase == GAVE_UP else 0
+    return (
+        "# HELP sparkops_memory_guard_stops_total Stops of the vLLM units by the sparkops memory guard (unified memory ran low).\n"
+        "# TYPE sparkops_memory_guard_stops_total counter\n"
+        f"sparkops_memory_guard_stops_total {state.stops_total}\n"
+        "# HELP sparkops_memory_guard_holding 1 while the memory guard holds the vLLM units stopped (waiting for memory, or gave up).\n"
+        "# TYPE sparkops_memory_guard_holding gauge\n"
+        f"sparkops_memory_guard_holding {holding}\n"
+        "# HELP sparkops_memory_guard_gave_up 1 once the memory guard gave up (too many stops within an hour): started by hand only.\n"
+        "# TYPE sparkops_memory_guard_gave_up gauge\n"
+        f"sparkops_memory_guard_gave_up {gave_up}\n"
+    )
+
+
+def write_textfile(folder: str, state: GuardState) -> None:
+    """:func:`metrics_text` into ``folder``/sparkops_memory_guard.prom, atomically (the collector reads ``*.prom`` only,
+    so the file beside it is never read half-written). :class:`OSError` when the folder is missing or not writable."""
+    path = os.path.join(folder, TEXTFILE_NAME)
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(metrics_text(state))
+    os.chmod(temporary, 0o644)
     os.replace(temporary, path)
 
 
@@ -514,7 +553,9 @@ def decide(state: GuardState, sample: Sample, levels: Levels, now: float) -> tup
                 reasons.append(f"PSI full avg10 {full:.2f}% >= {pct:g}% for {pressure} samples in a row ({levels.name('stop_psi_full_pct')})")
             reason = " and ".join(reasons)
             stops = stops + (now,)
-            held = replace(state, stops=stops, pressure_samples=0, resume_since=None, held_since=now, reason=reason)
+            held = replace(
+                state, stops=stops, stops_total=state.stops_total + 1, pressure_samples=0, resume_since=None, held_since=now, reason=reason
+            )
             if len(stops) >= levels.max_stops_per_hour:
                 message = (
                     f"give up: {reason}; stop {len(stops)} within an hour, the most {levels.name('max_stops_per_hour')} allows "
@@ -577,6 +618,7 @@ class _Guard:
         clock: t.Callable[[], float],
         log: t.Callable[[str], t.Any],
         state_path: str,
+        textfile_dir: str = "",
     ) -> None:
         self.levels = levels
         self.units = list(units)
@@ -586,6 +628,8 @@ class _Guard:
         self.state_path = state_path
         self.failures: dict[str, tuple[tuple[int, str], float, int]] = {}
         self.saved: dict[str, t.Any] | None = None
+        self.textfile_dir = textfile_dir
+        self.textfile_problem: str | None = None
 
     def call(self, args: list[str]) -> tuple[int, str]:
         """Run ``systemctl ARGS``: (rc, its output on one line)."""
@@ -697,10 +741,27 @@ class _Guard:
             self.log("every unit the guard stopped runs again: watching again")
         return replace(state, phase=WATCHING, stopped=kept, resume_since=None, held_since=None, reason="", retry="")
 
+    def metrics(self, state: GuardState) -> None:
+        """The textfile metrics, when a folder is set; a failure is logged when it first happens or changes."""
+        if not self.textfile_dir:
+            return
+        try:
+            write_textfile(self.textfile_dir, state)
+        except OSError as exc:
+            problem = f"{type(exc).__name__}: {exc.strerror or exc}"
+            if problem != self.textfile_problem:
+                self.log(f"cannot write the metrics into {self.textfile_dir} ({problem}); node exporter's textfile folder missing? guarding goes on")
+            self.textfile_problem = problem
+            return
+        if self.textfile_problem is not None:
+            self.log(f"metrics written into {self.textfile_dir} again")
+        self.textfile_problem = None
+
     def save(self, state: GuardState) -> None:
         document = state.to_dict()
         if document == self.saved:
             return
+        self.metrics(state)
         try:
             save_state(self.state_path, state)
         except OSError as exc:
@@ -722,12 +783,14 @@ def run(
     iterations: int | None = None,
     stopping: t.Callable[[], bool] | None = None,
     report_every_s: float = DEFAULT_REPORT_EVERY_S,
+    textfile_dir: str = "",
 ) -> GuardState:
     """Guard ``units`` (the group, in stop order) until ``iterations`` samples were taken (None: for ever) or
     ``stopping()`` says so; return the last state. ``read`` returns a :class:`Sample`; ``systemctl(args)`` runs
     ``systemctl ARGS`` (``["is-active", unit]``, ``["stop", unit]``, ``["start", unit]``) and returns (rc, output);
-    ``log`` takes one line. The state is loaded from ``state_path`` and written back when it changes."""
-    guard = _Guard(levels, units, systemctl, clock, log, state_path)
+    ``log`` takes one line. The state is loaded from ``state_path`` and written back when it changes; with
+    ``textfile_dir``, :func:`metrics_text` is written there at start and whenever the state changes."""
+    guard = _Guard(levels, units, systemctl, clock, log, state_path, textfile_dir)
     try:
         state = load_state(state_path)
     except MemoryGuardError as exc:
@@ -737,6 +800,7 @@ def run(
         guard.saved = state.to_dict()
     held = f"; holding {', '.join(state.stopped) or 'nothing'} since a stop ({state.phase})" if state.phase != WATCHING else ""
     log(f"memory guard for {', '.join(units)}: {levels.summary()}{held}")
+    guard.metrics(state)
     psi_problem: str | None = None
     last_report = clock()
     done = 0
@@ -784,7 +848,7 @@ def _step(guard: _Guard, state: GuardState, sample: Sample, now: float) -> Guard
         if counted and set(state.stopped) == before and not state.retry:
             # Nothing ran (an operator had stopped it all): no stop to count, nothing to start; wait for memory.
             guard.log("none of the units runs: nothing stopped; waiting for memory to come back")
-            state = replace(state, phase=HOLDING, stops=state.stops[:-1])
+            state = replace(state, phase=HOLDING, stops=state.stops[:-1], stops_total=max(state.stops_total - 1, 0))
     elif action == "start":
         state = guard.start(state)
     return state
@@ -803,7 +867,17 @@ def _report(state: GuardState, sample: Sample, now: float) -> str:
 
 # --- The command -------------------------------------------------------------------------------------------------
 
-SETTINGS_KEYS = LEVEL_FIELDS + ("units", "state_path", "names", "proc_root", "systemctl", "systemctl_timeout_s", "report_every_s", "iterations")
+SETTINGS_KEYS = LEVEL_FIELDS + (
+    "units",
+    "state_path",
+    "names",
+    "proc_root",
+    "systemctl",
+    "systemctl_timeout_s",
+    "report_every_s",
+    "iterations",
+    "textfile_dir",
+)
 
 
 @dataclass(frozen=True)
@@ -816,10 +890,11 @@ class GuardSettings:
     systemctl_timeout_s: float = DEFAULT_SYSTEMCTL_TIMEOUT_S
     report_every_s: float = DEFAULT_REPORT_EVERY_S
     iterations: int | None = None
+    textfile_dir: str = ""
 
     @classmethod
-    def from_dict(cls, raw: t.Any) -> GuardSettings:
-        """The settings :func:`main` reads; see its docstring."""
+    def from_dict(cls, raw: t.Any, mem_total_mib: int | None = None) -> GuardSettings:
+        """The settings :func:`main` reads; see its docstring. With ``mem_total_mib``, the levels are checked against it too."""
         if not isinstance(raw, dict):
             raise MemoryGuardError(f"the settings are {type(raw).__name__}, not a JSON object")
         names = raw.get("names") or {}
@@ -846,6 +921,9 @@ class GuardSettings:
             if not isinstance(text, str) or not text or "\0" in text:
                 raise MemoryGuardError(f"{name(key)} must be a path, not {_show(text)}")
             strings[key] = text
+        textfile_dir = raw.get("textfile_dir") or ""
+        if not isinstance(textfile_dir, str) or "\0" in textfile_dir:
+            raise MemoryGuardError(f"{name('textfile_dir')} must be a folder's path (or empty: no metrics file), not {_show(textfile_dir)}")
         numbers: dict[str, float] = {}
         for key, seconds in (("systemctl_timeout_s", DEFAULT_SYSTEMCTL_TIMEOUT_S), ("report_every_s", DEFAULT_REPORT_EVERY_S)):
             number = raw.get(key, seconds)
@@ -854,7 +932,7 @@ class GuardSettings:
             numbers[key] = float(number)
         iterations = _iterations(raw.get("iterations"), name("iterations"))
         return cls(
-            levels=Levels.from_settings(raw, names),
+            levels=Levels.from_settings(raw, names, mem_total_mib),
             units=tuple(units),
             state_path=strings["state_path"],
             proc_root=strings["proc_root"],
@@ -862,6 +940,7 @@ class GuardSettings:
             systemctl_timeout_s=numbers["systemctl_timeout_s"],
             report_every_s=numbers["report_every_s"],
             iterations=iterations,
+            textfile_dir=textfile_dir,
         )
 
 
@@ -912,7 +991,8 @@ def main(argv: t.Sequence[str], environ: t.Mapping[str, str], out: t.TextIO | No
       "vllm_serve_memory_guard_stop_available_mib"}``);
     * ``proc_root`` (``/proc``), ``systemctl`` (``systemctl``, looked up in ``environ``'s PATH),
       ``systemctl_timeout_s`` (1800: a start waits for the unit's ExecStartPre gates), ``report_every_s`` (600: a
-      status line), ``iterations`` (null: for ever; a count of samples, for tests). ``environ``'s
+      status line), ``iterations`` (null: for ever; a count of samples, for tests), ``textfile_dir`` (empty: none; node
+      exporter's textfile folder, where :func:`metrics_text` goes as ``sparkops_memory_guard.prom``). ``environ``'s
       ``SPARKOPS_MEMORY_GUARD_ITERATIONS`` overrides ``iterations``.
 
     One line per decision or action goes to ``out`` (stdout: systemd's journal). Exit codes: 0 after SIGTERM/SIGINT or
@@ -968,6 +1048,7 @@ def main(argv: t.Sequence[str], environ: t.Mapping[str, str], out: t.TextIO | No
             iterations=settings.iterations,
             stopping=lambda: bool(stop_requested),
             report_every_s=settings.report_every_s,
+            textfile_dir=settings.textfile_dir,
         )
     finally:
         for signum, handler in previous.items():

@@ -105,10 +105,13 @@ def test_status_report_names_every_node_unit_and_the_model_commit() -> None:
     status = json.loads((REPORTS / "status.json").read_text())
     assert status["schema_version"] == 1 and set(status["nodes"]) == {HEAD, WORKER}
     units = {name: {u["unit"]: u for u in entry["units"]} for name, entry in status["nodes"].items()}
-    # The scenario runs the host firewall on every node and the liveness probe (service and timer) on the head.
+    # The scenario runs the host firewall and the memory guard on every node and the liveness probe (service and timer)
+    # on the head.
     liveness = {"sparkops-vllm-liveness.service", "sparkops-vllm-liveness.timer"}
-    assert set(units[HEAD]) == {"sparkops-ray-head.service", "sparkops-vllm.service", "sparkops-firewall.service", *liveness}, units[HEAD]
-    assert set(units[WORKER]) == {"sparkops-ray-worker.service", "sparkops-firewall.service"}, units[WORKER]
+    everywhere = {"sparkops-firewall.service", "sparkops-vllm-memory-guard.service"}
+    assert set(units[HEAD]) == {"sparkops-ray-head.service", "sparkops-vllm.service", *everywhere, *liveness}, units[HEAD]
+    assert set(units[WORKER]) == {"sparkops-ray-worker.service", *everywhere}, units[WORKER]
+    assert units[WORKER]["sparkops-vllm-memory-guard.service"]["active_state"] == "active", units[WORKER]
     engine_pid = int(node(HEAD).check_output("systemctl show --property MainPID --value sparkops-vllm"))
     vllm = units[HEAD]["sparkops-vllm.service"]
     assert (vllm["active_state"], vllm["main_pid"], vllm["enabled"]) == ("active", engine_pid, "enabled"), vllm

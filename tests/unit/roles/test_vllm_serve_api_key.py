@@ -275,12 +275,13 @@ def test_status_and_benchmark_send_the_key_the_head_keeps(tmp_path: Path, finder
 
 
 def test_the_role_chooses_the_key_before_anything_changes_and_its_teardown_removes_it() -> None:
-    """tasks/main.yml imports api_key.yml right after the settings checks (before the install and the units, so that a
-    refusal changes nothing); the teardown removes the head's key (the controller's copy stays, as Ray's token's)."""
+    """tasks/main.yml imports api_key.yml right after the settings checks (the memory guard's among them; before the
+    install and the units, so that a refusal changes nothing); the teardown removes the head's key (the controller's
+    copy stays, as Ray's token's)."""
     tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
     checks = [task for task in tasks[:2] if "ansible.builtin.assert" in task]
-    imports = [task.get("ansible.builtin.import_tasks") for task in tasks[len(checks) : len(checks) + 2]]
-    assert len(checks) == 2 and imports == ["api_key.yml", "install_venv.yml"], tasks[:4]
+    imports = [task.get("ansible.builtin.import_tasks") for task in tasks[len(checks) : len(checks) + 3]]
+    assert len(checks) == 2 and imports == ["memory_guard_check.yml", "api_key.yml", "install_venv.yml"], tasks[:5]
     teardown = task_named(
         ROLE / "tasks" / "teardown.yml",
         "teardown | Remove the engine's environment, secrets, API key, gate, rank supervisor, their settings and the compile caches",

@@ -35,6 +35,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard i
     run,
 )
 from fake_clock import FakeClock
+from prometheus_client.parser import text_string_to_metric_families
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "memory_guard"
 GB10_TOTAL_MIB = 122_584  # MemTotal 125,526,716 kB
@@ -347,7 +348,7 @@ def test_the_loop_stops_in_order_and_starts_only_what_it_stopped_in_reverse(tmp_
     state, lines, _clock = guard(tmp_path, systemd, feed, iterations=8, units=units, resume_hold_s=2)
     assert systemd.actions() == [f"stop {VLLM}", f"stop {RAY}", f"start {RAY}", f"start {VLLM}"]
     assert systemd.states == {VLLM: "active", "sparkops-other.service": "inactive", RAY: "active"}
-    assert state == GuardState(stops=(1001.0,))
+    assert state == GuardState(stops=(1001.0,), stops_total=1)
     assert "sparkops-other.service does not run: left alone (the guard starts only what it stopped)" in lines
     assert [line.split(":")[0] for line in lines if not line.startswith("memory guard")] == [
         "stop",
@@ -485,7 +486,7 @@ def test_a_systemctl_failure_is_logged_with_its_output_and_retried_next_interval
     assert systemd.actions()[-4:] == [f"start {RAY}", f"start {RAY}", f"start {RAY}", f"start {VLLM}"]
     assert f"systemctl start {RAY} failed (rc 1): Job for sparkops-ray-head.service failed.; trying again in 1s" in lines
     assert f"systemctl start {RAY} failed (rc 124): no answer within 1800s; trying again in 1s" in lines
-    assert state == GuardState(stops=state.stops) and systemd.states == {VLLM: "active", RAY: "active"}
+    assert state == GuardState(stops=state.stops, stops_total=1) and systemd.states == {VLLM: "active", RAY: "active"}
 
 
 def test_a_systemctl_that_raises_is_a_logged_failure_not_a_crash(tmp_path: Path) -> None:
@@ -641,3 +642,70 @@ def test_main_keeps_the_signal_handlers_it_found(tmp_path: Path) -> None:
     (tmp_path / "guard.json").write_text(json.dumps({"units": [VLLM], "state_path": str(tmp_path / "s.json"), "proc_root": str(FIXTURES / "gb10_serving")}))
     assert main([str(tmp_path / "guard.json")], env, out=io.StringIO()) == 0
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+# --- Metrics for node exporter's textfile collector ---------------------------------------------------------------
+
+
+def textfile_metrics(folder: Path) -> dict[str, float]:
+    """The guard's .prom file as Prometheus' own parser reads it: sample name -> value."""
+    text = (folder / "sparkops_memory_guard.prom").read_text()
+    families = list(text_string_to_metric_families(text))
+    assert {family.name: family.type for family in families} == {
+        "sparkops_memory_guard_stops": "counter",
+        "sparkops_memory_guard_holding": "gauge",
+        "sparkops_memory_guard_gave_up": "gauge",
+    }
+    return {sample.name: sample.value for family in families for sample in family.samples}
+
+
+def run_with_textfile(tmp_path: Path, systemd: FakeSystemd, feed: t.Callable[[], Sample], iterations: int, folder: Path, clock: FakeClock) -> list[str]:
+    lines: list[str] = []
+    run(
+        Levels(names=NAMES, resume_hold_s=2, max_stops_per_hour=2).check(GB10_TOTAL_MIB),
+        (VLLM,),
+        read=feed,
+        systemctl=systemd,
+        clock=clock.clock,
+        sleep=clock.sleep,
+        log=lines.append,
+        state_path=str(tmp_path / "guard-state.json"),
+        iterations=iterations,
+        textfile_dir=str(folder),
+    )
+    return lines
+
+
+def test_the_textfile_metrics_follow_a_stop_a_start_and_a_give_up_and_the_count_survives_a_restart(tmp_path: Path) -> None:
+    folder = tmp_path / "node-exporter"
+    folder.mkdir()
+    systemd, clock = FakeSystemd({VLLM: "active"}), FakeClock()
+    run_with_textfile(tmp_path, systemd, Feed(SERVING), 1, folder, clock)
+    assert textfile_metrics(folder) == {"sparkops_memory_guard_stops_total": 0, "sparkops_memory_guard_holding": 0, "sparkops_memory_guard_gave_up": 0}
+    run_with_textfile(tmp_path, systemd, Feed(EDGE), 1, folder, clock)
+    assert textfile_metrics(folder) == {"sparkops_memory_guard_stops_total": 1, "sparkops_memory_guard_holding": 1, "sparkops_memory_guard_gave_up": 0}
+    assert oct((folder / "sparkops_memory_guard.prom").stat().st_mode & 0o777) == "0o644"
+    run_with_textfile(tmp_path, systemd, Feed(SERVING), 4, folder, clock)  # a new guard process: the count is in its state
+    assert systemd.states[VLLM] == "active"
+    assert textfile_metrics(folder) == {"sparkops_memory_guard_stops_total": 1, "sparkops_memory_guard_holding": 0, "sparkops_memory_guard_gave_up": 0}
+    run_with_textfile(tmp_path, systemd, Feed(EDGE), 1, folder, clock)  # the second stop within the hour: the last
+    assert textfile_metrics(folder) == {"sparkops_memory_guard_stops_total": 2, "sparkops_memory_guard_holding": 1, "sparkops_memory_guard_gave_up": 1}
+    assert [path.name for path in folder.iterdir()] == ["sparkops_memory_guard.prom"]  # no temporary file left
+
+
+def test_without_the_textfile_folder_the_guard_says_so_once_and_guards(tmp_path: Path) -> None:
+    systemd = FakeSystemd({VLLM: "active"})
+    lines = run_with_textfile(tmp_path, systemd, Feed(SERVING, EDGE, EDGE), 3, tmp_path / "missing", FakeClock())
+    assert sum("cannot write the metrics into" in line for line in lines) == 1, lines
+    assert systemd.actions() == [f"stop {VLLM}"]
+
+
+def test_a_state_an_earlier_guard_wrote_without_the_count_loads_with_zero(tmp_path: Path) -> None:
+    path = tmp_path / "guard-state.json"
+    document = GuardState(stops=(5.0,)).to_dict()
+    del document["stops_total"]
+    path.write_text(json.dumps(document))
+    assert load_state(str(path)) == GuardState(stops=(5.0,), stops_total=0)
+    path.write_text(json.dumps({**document, "stops_total": -1}))
+    with pytest.raises(MemoryGuardError, match="stops_total -1"):
+        load_state(str(path))

@@ -1,0 +1,120 @@
+"""The unified-memory guard on the lab's nodes: memory really taken on the head (a process holding 4 GiB of written
+pages) past a stop level set just under what the host has stops vLLM, with the figures in the guard's journal;
+released, the guard starts vLLM again and it serves, with no Ansible run. Lab nodes read the host's /proc/meminfo
+(shared with everything else the host runs), so the test reads MemAvailable first and sets the levels around it: the
+stop level 2 GiB under it, the resume level 256 MiB above that."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import typing as t
+
+import openai
+import pytest
+import testinfra
+
+HEAD = os.environ["RAY_LAB_HEAD"]
+WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
+HEAD_MGMT_IP = os.environ["RAY_LAB_HEAD_MGMT_IP"]
+API_KEY = os.environ["SERVE_LAB_API_KEY"]
+MODEL = os.environ["SERVE_LAB_MODEL"]
+UNIT = "sparkops-vllm.service"
+GUARD = "sparkops-vllm-memory-guard.service"
+SETTINGS = "/etc/sparkops/vllm-memory-guard.json"
+STATE = "/var/lib/sparkops/vllm-memory-guard.json"
+HOG = "sparkops-lab-memory-hog"
+HOG_MIB = 4096
+
+
+def node(name: str) -> t.Any:
+    return testinfra.get_host(f"podman://{name}")
+
+
+def serves() -> bool:
+    try:
+        client = openai.OpenAI(base_url=f"http://{HEAD_MGMT_IP}:8000/v1", api_key=API_KEY, timeout=5, max_retries=0)
+        reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Say hello."}], max_tokens=4)
+        return bool(reply.usage and reply.usage.completion_tokens > 0)
+    except openai.OpenAIError:
+        return False
+
+
+def wait_until(what: t.Callable[[], bool], seconds: float, step: float = 0.5) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if what():
+            return True
+        time.sleep(step)
+    return what()
+
+
+def available_mib(host: t.Any) -> int:
+    line = host.check_output("grep MemAvailable: /proc/meminfo")
+    return int(line.split()[1]) // 1024
+
+
+def journal(host: t.Any, since: str) -> str:
+    return str(host.check_output(f"journalctl --identifier sparkops-vllm-memory-guard --since '{since}' --no-pager --output cat"))
+
+
+def test_the_guard_runs_on_every_node_guarding_what_holds_vllms_memory_there() -> None:
+    for name, units in ((HEAD, [UNIT]), (WORKER, ["sparkops-ray-worker.service"])):
+        host = node(name)
+        assert host.check_output(f"systemctl is-enabled {GUARD}") == "enabled", name
+        assert host.check_output(f"systemctl is-active {GUARD}") == "active", name
+        settings = json.loads(host.file(SETTINGS).content_string)
+        assert settings["units"] == units and settings["stop_available_mib"] == 256, (name, settings)
+        first = journal(host, "-2h")
+        assert f"memory guard for {', '.join(units)}: stop at MemAvailable < 256 MiB PSI off; resume at >= 1024 MiB" in first, (name, first)
+
+
+@pytest.fixture
+def head_levels_near_the_host() -> t.Iterator[tuple[t.Any, int, int]]:
+    """The head's guard with levels just under the host's MemAvailable; afterwards its lab settings, a fresh state and
+    vLLM's start counter reset (the guard's start counts in the unit's start limit), serving."""
+    head = node(HEAD)
+    original = head.file(SETTINGS).content_string
+    have = available_mib(head)
+    assert have > HOG_MIB + 2048, f"the host has {have} MiB available: too little to take {HOG_MIB} MiB for the test"
+    stop = have - 2048
+    settings = {**json.loads(original), "stop_available_mib": stop, "resume_available_mib": stop + 256, "resume_hold_s": 2}
+    head.run_expect([0], f"printf '%s' '{json.dumps(settings)}' > {SETTINGS} && rm -f {STATE} && systemctl restart {GUARD}")
+    try:
+        yield head, stop, stop + 256
+    finally:
+        head.run(f"systemctl stop {HOG}")
+        head.run_expect([0], f"printf '%s' '{original}' > {SETTINGS} && rm -f {STATE} && systemctl restart {GUARD}")
+        head.run(f"systemctl reset-failed {UNIT}")
+        head.run(f"systemctl start --no-block {UNIT}")
+        assert wait_until(serves, 240)
+
+
+def test_memory_really_taken_stops_vllm_and_once_released_it_serves_again(
+    head_levels_near_the_host: tuple[t.Any, int, int], record_property: t.Callable[[str, t.Any], None]
+) -> None:
+    head, stop, resume = head_levels_near_the_host
+    assert wait_until(serves, 120), "vLLM does not serve before the memory guard test"
+    since = head.check_output("date '+%Y-%m-%d %H:%M:%S'")
+    # Written pages (bytes * n), not a calloc'd bytearray whose untouched pages the kernel never hands out.
+    take = f"import time; held = b'\\x01' * ({HOG_MIB} << 20); time.sleep(600)"
+    head.run_expect([0], f'systemd-run --unit {HOG} --quiet /usr/bin/python3 -c "{take}"')
+    assert wait_until(lambda: f"stopped {UNIT}" in journal(head, since), 60), journal(head, since)
+    taken_at = time.monotonic()
+    lines = journal(head, since)
+    assert "stop: MemAvailable " in lines and f" MiB < {stop} MiB (vllm_serve_memory_guard_stop_available_mib)" in lines, lines
+    assert head.check_output(f"systemctl is-active {UNIT} || true") in ("inactive", "deactivating"), lines
+    assert not serves()
+    assert head.check_output(f"systemctl is-active {GUARD}") == "active"
+
+    head.run_expect([0], f"systemctl stop {HOG}")
+    released_at = time.monotonic()
+    assert wait_until(lambda: f"started {UNIT}" in journal(head, since), 60), journal(head, since)
+    lines = journal(head, since)
+    assert f"start: MemAvailable >= {resume} MiB (vllm_serve_memory_guard_resume_available_mib)" in lines, lines
+    assert wait_until(serves, 240), journal(head, since)
+    record_property("released_to_serving_s", round(time.monotonic() - released_at, 1))
+    record_property("held_s", round(released_at - taken_at, 1))
+    state = json.loads(head.file(STATE).content_string)
+    assert state["phase"] == "watching" and state["stops_total"] == 1 and state["stopped"] == [], state
