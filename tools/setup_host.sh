@@ -13,18 +13,19 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# promtool (the metrics role's rule tests): taken out of Debian's prometheus package, whose install would also start a
-# Prometheus server and pull in its web assets.
-if ! command -v promtool >/dev/null; then
-  echo "setup-host: installing promtool from Debian's prometheus package"
+# promtool and prometheus (the metrics role's tests: rules checked and tested, a real server scraping the role's
+# targets): the two programs taken out of Debian's prometheus package, whose install would start a server as a
+# service and pull in its web assets.
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  echo "setup-host: installing promtool and prometheus from Debian's prometheus package"
   tmp=$(mktemp -d)
   # (apt-get warns that _apt cannot write into a root-only folder and downloads as root: its stderr is dropped)
   if ! (cd "$tmp" && apt-get download -qq prometheus 2>/dev/null); then
     apt-get update -qq
     (cd "$tmp" && apt-get download -qq prometheus 2>/dev/null)
   fi
-  dpkg-deb --fsys-tarfile "$tmp"/prometheus_*.deb | tar -x -C "$tmp" ./usr/bin/promtool
-  install -m 0755 "$tmp/usr/bin/promtool" /usr/local/bin/promtool
+  dpkg-deb --fsys-tarfile "$tmp"/prometheus_*.deb | tar -x -C "$tmp" ./usr/bin/promtool ./usr/bin/prometheus
+  install -m 0755 "$tmp/usr/bin/promtool" "$tmp/usr/bin/prometheus" /usr/local/bin/
   rm -rf "$tmp"
 fi
 

@@ -93,7 +93,11 @@ def file_sd(
 
     targets: dict[str, list[dict[str, t.Any]]] = {VLLM_JOB: [group(str(head), serve)]}
     if scrape_nodes:
-        exporter = _port(node_exporter_port, names.get("node_exporter_port", "node_exporter_port"))
+        exporter_name = names.get("node_exporter_port", "node_exporter_port")
+        exporter = _port(node_exporter_port, exporter_name)
+        if exporter == serve:
+            serve_name = names.get("vllm_port", "vllm_port")
+            raise MetricsConfigError(f"{exporter_name} {exporter} is also vLLM's port on the head ({serve_name}): two servers cannot share it")
         targets[NODE_JOB] = [group(host, exporter) for host in addresses]
     return targets
 

@@ -5,16 +5,24 @@
 a Prometheus host. Off (every default) it changes nothing; on, the file_sd targets name the head's address and the
 serve port for vLLM and every node's at 9100 for the node exporter, the scrape jobs read them and promtool takes the
 rules and the jobs, on the controller and on the Prometheus host; a second run changes nothing; a bad value is refused
-naming its variable before anything is written. The rules' behaviour: tests/unit/plugins/module_utils/test_metrics_config.py."""
+naming its variable before anything is written; a real Prometheus (Debian's, from `make setup`) reads the files, scrapes
+stand-ins for vLLM's /metrics and a node exporter, and fires the alerts. The rules' behaviour in detail:
+tests/unit/plugins/module_utils/test_metrics_config.py."""
 
 from __future__ import annotations
 
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 import typing as t
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -32,8 +40,9 @@ PLAY = yaml.safe_dump(
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
 
 
-def inventory(head: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
-    hosts = {**NODES, "spark-head": {**NODES["spark-head"], **(head or {})}}
+def inventory(head: dict[str, t.Any] | None = None, nodes: dict[str, dict[str, t.Any]] | None = None) -> dict[str, t.Any]:
+    hosts = {**(nodes or NODES)}
+    hosts["spark-head"] = {**hosts["spark-head"], **(head or {})}
     return {
         "all": {
             "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "sparkops_serve_port": 8000},
@@ -52,9 +61,11 @@ def promtool() -> str:
     return path
 
 
-def run(tmp_path: Path, extra: dict[str, t.Any], head: dict[str, t.Any] | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, int]]:
+def run(
+    tmp_path: Path, extra: dict[str, t.Any], head: dict[str, t.Any] | None = None, nodes: dict[str, dict[str, t.Any]] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, int]]:
     """The play and, by host, how many tasks changed something."""
-    proc = play(tmp_path, inventory(head), PLAY, extra)
+    proc = play(tmp_path, inventory(head, nodes), PLAY, extra)
     recap = {host: int(changed) for host, changed, _unreachable, _failed in RECAP.findall(proc.stdout)}
     return proc, recap
 
@@ -137,3 +148,137 @@ def test_a_bad_value_is_refused_naming_it_before_anything_is_written(tmp_path: P
     assert proc.returncode != 0 and message in said, said[-3000:]
     assert "Traceback" not in said
     assert not (tmp_path / "controller").exists() and not (tmp_path / "prometheus").exists()
+
+
+# What vLLM 0.30.0 exports (vllm/v1/metrics/loggers.py: the names, the labels model_name and engine): a queue of 7 and a
+# KV cache 97% full. And what a node exporter's textfile collector shows of the memory guard holding vLLM stopped.
+VLLM_METRICS = """# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="qwen3.5-122b"} 7.0
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="qwen3.5-122b"} 16.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="qwen3.5-122b"} 0.97
+"""
+GUARD_METRICS = """# TYPE sparkops_memory_guard_stops_total counter
+sparkops_memory_guard_stops_total 1
+# TYPE sparkops_memory_guard_holding gauge
+sparkops_memory_guard_holding 1
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class MetricsHandler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = t.cast("MetricsServer", self.server).body.encode()
+        self.send_response(200 if self.path == "/metrics" else 404)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: t.Any) -> None:  # noqa: A002 - http.server's signature
+        pass
+
+
+class MetricsServer(ThreadingHTTPServer):
+    def __init__(self, body: str) -> None:
+        super().__init__(("127.0.0.1", 0), MetricsHandler)
+        self.body = body
+
+
+@pytest.fixture
+def stand_ins() -> Iterator[tuple[int, int]]:
+    """A vLLM /metrics and a node exporter on 127.0.0.1; their ports."""
+    servers = [MetricsServer(VLLM_METRICS), MetricsServer(GUARD_METRICS)]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield servers[0].server_address[1], servers[1].server_address[1]
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
+def api(base: str, path: str) -> t.Any:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1, whatever the environment's proxy
+    with opener.open(base + path, timeout=5) as response:
+        return json.loads(response.read())
+
+
+def wait_for(check: t.Callable[[], t.Any], what: str, timeout: float = 45.0) -> t.Any:
+    deadline = time.monotonic() + timeout
+    last: t.Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except OSError as exc:  # not listening yet
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(0.5)
+    raise AssertionError(f"{what} within {timeout} s; last: {last!r}")
+
+
+def test_a_real_prometheus_scrapes_the_targets_and_fires_the_alerts(tmp_path: Path, stand_ins: tuple[int, int]) -> None:
+    vllm_port, node_port = stand_ins
+    nodes = {name: {**hostvars, "ansible_host": "127.0.0.1"} for name, hostvars in NODES.items()}
+    extra = {"metrics_controller_dir": str(tmp_path / "controller"), "metrics_vllm_port": vllm_port, "metrics_node_exporter_port": node_port}
+    proc, _recap = run(tmp_path, extra, nodes=nodes)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    # Prometheus 2.42 (Debian 12) has no scrape_config_files: the jobs go into scrape_configs, as docs/metrics.md says.
+    controller = tmp_path / "controller"
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(controller / "sparkops.rules")],
+        "scrape_configs": yaml.safe_load((controller / "sparkops-scrape.yml").read_text())["scrape_configs"],
+    }
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    binary = shutil.which("prometheus")
+    assert binary, "prometheus is missing: `make setup` installs it (tools/setup_host.sh)"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    argv = [binary, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"]
+    with (tmp_path / "prometheus.log").open("w") as log:
+        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: api(base, "/api/v1/status/buildinfo")["status"] == "success", "Prometheus answering")
+
+            def targets_up() -> list[tuple[str, str, str]] | None:
+                active = api(base, "/api/v1/targets")["data"]["activeTargets"]
+                if len(active) != 4 or any(target["health"] != "up" for target in active):
+                    return None
+                return sorted((target["labels"]["job"], target["labels"]["sparkops_node"], target["labels"]["instance"]) for target in active)
+
+            assert wait_for(targets_up, "the four targets scraped") == [
+                ("sparkops-node", "spark-head", f"127.0.0.1:{node_port}"),
+                ("sparkops-node", "spark-worker1", f"127.0.0.1:{node_port}"),
+                ("sparkops-node", "spark-worker2", f"127.0.0.1:{node_port}"),
+                ("sparkops-vllm", "spark-head", f"127.0.0.1:{vllm_port}"),
+            ]
+
+            def alerts() -> dict[str, set[tuple[str, str]]] | None:
+                found: dict[str, set[tuple[str, str]]] = {}
+                for alert in api(base, "/api/v1/alerts")["data"]["alerts"]:
+                    found.setdefault(alert["labels"]["alertname"], set()).add((alert["labels"].get("sparkops_node", ""), alert["state"]))
+                return found if len(found) == 3 and len(found.get("SparkopsMemoryGuardHolding", ())) == 3 else None
+
+            # The guard holding on every node fires at once; the queue (7 > 5) and the KV cache (0.97) wait their 5m;
+            # the engine answers, so no SparkopsVllmEngineDown; the counter's first sample is no increase.
+            assert wait_for(alerts, "the alerts") == {
+                "SparkopsMemoryGuardHolding": {("spark-head", "firing"), ("spark-worker1", "firing"), ("spark-worker2", "firing")},
+                "SparkopsVllmQueueGrowing": {("spark-head", "pending")},
+                "SparkopsVllmKvCacheFull": {("spark-head", "pending")},
+            }
+            rules = api(base, "/api/v1/rules")["data"]["groups"]
+            assert [(group["name"], len(group["rules"])) for group in rules] == [("sparkops-inference", 5)]
+            assert all(rule["health"] == "ok" for rule in rules[0]["rules"]), rules
+        finally:
+            server.terminate()
+            server.wait(timeout=30)

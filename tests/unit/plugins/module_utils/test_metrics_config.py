@@ -92,6 +92,7 @@ def test_a_node_without_an_address_is_scraped_at_its_inventory_name() -> None:
         ({"spark-head": "10.0.0.21"}, "spark-head", 0, 9100, "metrics_vllm_port must be a port number (1-65535), got 0"),
         ({"spark-head": "10.0.0.21"}, "spark-head", 8000, "91OO", "metrics_node_exporter_port must be a port number"),
         ({"spark-head": "10.0.0.21"}, "spark-head", True, 9100, "metrics_vllm_port must be a port number"),
+        ({"spark-head": "10.0.0.21"}, "spark-head", 9100, 9100, "metrics_node_exporter_port 9100 is also vLLM's port on the head (metrics_vllm_port)"),
         ({}, "spark-head", 8000, 9100, "ansible_host must map each node"),
         ({"spark-worker1": "10.0.0.22"}, "spark-head", 8000, 9100, "the head 'spark-head' is not one of the nodes"),
     ],
