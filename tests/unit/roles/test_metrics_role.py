@@ -132,6 +132,32 @@ def test_the_fabric_addresses_for_a_prometheus_on_the_fabric_and_the_thresholds_
     assert 'vllm:kv_cache_usage_perc{job="sparkops-vllm"} >= 0.9\n' in (tmp_path / "controller" / "sparkops.rules").read_text()
 
 
+TEARDOWN = yaml.safe_dump(
+    [
+        {
+            "name": "Teardown | Metrics",
+            "hosts": "spark_head:spark_workers",
+            "gather_facts": False,
+            "tasks": [{"name": "Remove the metrics", "ansible.builtin.include_role": {"name": "sparkops.inference.metrics", "tasks_from": "teardown"}}],
+        }
+    ],
+    sort_keys=False,
+)
+
+
+def test_the_teardown_removes_the_files_it_wrote_and_leaves_the_rest_then_changes_nothing(tmp_path: Path) -> None:
+    proc, _recap = run(tmp_path, on(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    (tmp_path / "prometheus" / "rules" / "mine.rules").write_text("groups: []\n")  # someone else's
+    for expected_changes in (True, False):  # the first run removes, the second finds nothing
+        proc = play(tmp_path, inventory(), TEARDOWN, on(tmp_path))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        recap = {host: int(changed) for host, changed, _unreachable, _failed in RECAP.findall(proc.stdout)}
+        assert (recap["spark-head"] > 0) is expected_changes and recap["spark-worker1"] == recap["spark-worker2"] == 0, proc.stdout[-3000:]
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path) == ["prometheus/rules/mine.rules"]
+    assert (tmp_path / "controller").is_dir() and (tmp_path / "prometheus" / "file_sd").is_dir()
+
+
 @pytest.mark.parametrize(
     ("extra", "head", "message"),
     [
