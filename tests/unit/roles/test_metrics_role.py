@@ -237,7 +237,7 @@ def api(base: str, path: str) -> t.Any:
         return json.loads(response.read())
 
 
-def wait_for(check: t.Callable[[], t.Any], what: str, timeout: float = 45.0) -> t.Any:
+def wait_for(check: t.Callable[[], t.Any], what: str, timeout: float = 90.0) -> t.Any:
     deadline = time.monotonic() + timeout
     last: t.Any = None
     while time.monotonic() < deadline:
