@@ -11,7 +11,7 @@ version_added: 1.0.0
 author:
   - sparkops.inference developers (@sparkops)
 description:
-  - Returns the settings (a dict, written as JSON) that C(sparkops-vllm-memory-guard) reads on a node: the units it
+  - Returns the settings (a dict, written as JSON) that C(sparkops-vllm-memory-guard) reads on a node - the units it
     stops in order, its levels, the variables that set them (named in its journal lines), its state file and the
     folder of node exporter's textfile collector.
   - The resume level is raised to the level vLLM's memory gate waits for (O(gate_min_available_mib), else
