@@ -56,6 +56,17 @@ options:
   extra:
     description: More variables to set, name to value.
     type: dict
+  nccl_library:
+    description:
+      - C(bundled) leaves the engine on the NCCL of its pip wheels (nvidia-nccl-cuXX, which torch links).
+      - C(system) sets C(LD_PRELOAD) (torch's C(libnccl.so.2)) and C(VLLM_NCCL_SO_PATH) (vLLM's own NCCL wrapper) to
+        O(system_nccl_path).
+    type: str
+    default: bundled
+    choices: [bundled, system]
+  system_nccl_path:
+    description: Absolute path of the system's C(libnccl.so.2); needed when O(nccl_library=system).
+    type: str
 """
 
 EXAMPLES = r"""

@@ -15,6 +15,7 @@ import typing as t
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IFNAME = re.compile(r"[A-Za-z0-9_.:-]{1,15}")
 _TRANSPORTS = ("auto", "ib", "socket")
+NCCL_LIBRARIES = ("bundled", "system")
 
 
 class FabricEnvError(ValueError):
@@ -47,14 +48,25 @@ def fabric_env(
     ib_gid_index: int | str | None = None,
     nccl_debug: str = "WARN",
     extra: t.Mapping[str, t.Any] | None = None,
+    nccl_library: str = "bundled",
+    system_nccl_path: str | None = None,
 ) -> dict[str, str]:
     """Environment variables for one host, in the order they are written.
 
     ``roce`` is what sparkops.inference.roce_info returned for the host's fabric address. Every other argument
     overrides what was detected: ``transport`` (auto, ib, socket), ``interface``, ``ib_hca``, ``ib_gid_index``.
+
+    ``nccl_library`` ``system`` makes the engine use ``system_nccl_path`` instead of the NCCL of the pip wheels:
+    ``LD_PRELOAD`` for torch (its libtorch_cuda.so links ``libnccl.so.2``, found through its RPATH in the
+    nvidia-nccl wheel; a preloaded library of that soname is used instead) and ``VLLM_NCCL_SO_PATH`` for vLLM's own
+    ctypes wrapper (vLLM 0.30: ``vllm/utils/nccl.py``, ``find_nccl_library``). ``bundled`` sets neither.
     """
     if transport not in _TRANSPORTS:
         raise FabricEnvError(f"transport must be one of {', '.join(_TRANSPORTS)}, got {transport!r}")
+    if nccl_library not in NCCL_LIBRARIES:
+        raise FabricEnvError(f"nccl_library must be one of {', '.join(NCCL_LIBRARIES)}, got {nccl_library!r}")
+    if nccl_library == "system" and (not isinstance(system_nccl_path, str) or not system_nccl_path.startswith("/")):
+        raise FabricEnvError(f"nccl_library system needs the absolute path of the system's libnccl.so.2, got {system_nccl_path!r}")
     netdev = interface or roce.get("interface")
     if not isinstance(netdev, str) or not _IFNAME.fullmatch(netdev):
         raise FabricEnvError(f"fabric interface must be a network interface name, got {netdev!r}")
@@ -83,6 +95,12 @@ def fabric_env(
     env["VLLM_HOST_IP"] = _ipv4("fabric_ip", fabric_ip)
     env["MASTER_ADDR"] = _ipv4("master_addr", master_addr)
     env["VLLM_CONFIG_ROOT"] = _env_value("VLLM_CONFIG_ROOT", vllm_config_root)
+    if nccl_library == "system":
+        path = _env_value("system_nccl_path", system_nccl_path)
+        if any(c in path for c in " :;'"):
+            raise FabricEnvError(f"system_nccl_path must be one path without spaces, colons or quotes (LD_PRELOAD), got {path!r}")
+        env["LD_PRELOAD"] = path
+        env["VLLM_NCCL_SO_PATH"] = path
     for name, value in (extra or {}).items():
         if not _NAME.fullmatch(str(name)):
             raise FabricEnvError(f"extra environment variable name {name!r} is not a valid name")

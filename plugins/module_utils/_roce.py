@@ -39,12 +39,16 @@ class RoceError(ValueError):
 
 @dataclass(frozen=True)
 class Link:
-    """The link of a netdev, from /sys/class/net/<netdev>/{operstate,carrier,mtu,address}."""
+    """The link of a netdev, from /sys/class/net/<netdev>/{operstate,carrier,mtu,address,speed}.
+
+    ``speed_mbps`` is None where the kernel gives no speed: a veth or a down link (``speed`` reads -1 or fails).
+    """
 
     operstate: str
     carrier: bool | None
     mtu: int | None
     mac: str | None
+    speed_mbps: int | None = None
 
     @property
     def up(self) -> bool:
@@ -52,7 +56,7 @@ class Link:
         return self.operstate == "up" or (self.operstate == "unknown" and self.carrier is True)
 
     def as_dict(self) -> dict[str, t.Any]:
-        return {"operstate": self.operstate, "up": self.up, "carrier": self.carrier, "mtu": self.mtu, "mac": self.mac}
+        return {"operstate": self.operstate, "up": self.up, "carrier": self.carrier, "mtu": self.mtu, "mac": self.mac, "speed_mbps": self.speed_mbps}
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,14 @@ def _link(netdir: Path) -> Link:
         carrier=None if carrier not in ("0", "1") else carrier == "1",
         mtu=_read_int(netdir / "mtu"),
         mac=_read(netdir / "address"),
+        speed_mbps=_speed(netdir),
     )
+
+
+def _speed(netdir: Path) -> int | None:
+    """The link speed in Mb/s; None when the kernel gives none (-1, SPEED_UNKNOWN, or EINVAL on a down link)."""
+    speed = _read_int(netdir / "speed")  # "-1" does not match a plain number
+    return speed if speed is not None and 0 < speed < 0xFFFFFFFF else None
 
 
 def _pci_address(netdir: Path) -> str | None:

@@ -112,6 +112,13 @@ link:
       type: str
       returned: success
       sample: 4c:bb:47:2c:1d:a1
+    speed_mbps:
+      description:
+        - The link speed in Mb/s, from C(/sys/class/net/<interface>/speed).
+        - Null where the kernel gives none (C(-1), or unreadable as on a down link).
+      type: int
+      returned: success
+      sample: 200000
 rdma_devices:
   description: The RDMA devices of the netdev, one entry per port; empty when it has none.
   returned: success
@@ -176,7 +183,7 @@ twin:
       description: The link of the twin, with the same keys as RV(link).
       type: dict
       returned: success
-      sample: {operstate: up, up: true, carrier: true, mtu: 9000, mac: "4c:bb:47:2c:1d:a5"}
+      sample: {operstate: up, up: true, carrier: true, mtu: 9000, mac: "4c:bb:47:2c:1d:a5", speed_mbps: 200000}
     rdma_devices:
       description: The RDMA devices of the twin, with the same keys as RV(rdma_devices).
       type: list

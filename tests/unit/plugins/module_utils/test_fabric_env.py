@@ -132,3 +132,31 @@ def test_a_header_line_with_a_line_break_stays_a_comment(line: str) -> None:
 def test_a_header_line_with_a_nul_is_refused() -> None:
     with pytest.raises(FabricEnvError, match="NUL"):
         render_env_file({"GOOD": "x"}, ["nul\0"])
+
+
+def test_bundled_nccl_sets_no_library_variables() -> None:
+    result = env(IB)
+    assert "LD_PRELOAD" not in result and "VLLM_NCCL_SO_PATH" not in result
+    assert env(IB, nccl_library="bundled") == result
+
+
+def test_system_nccl_is_preloaded_for_torch_and_named_for_vllm() -> None:
+    result = env(IB, nccl_library="system", system_nccl_path="/usr/lib/aarch64-linux-gnu/libnccl.so.2")
+    assert result["LD_PRELOAD"] == "/usr/lib/aarch64-linux-gnu/libnccl.so.2"
+    assert result["VLLM_NCCL_SO_PATH"] == "/usr/lib/aarch64-linux-gnu/libnccl.so.2"
+    assert "LD_PRELOAD=/usr/lib/aarch64-linux-gnu/libnccl.so.2\n" in render_env_file(result)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"nccl_library": "conda"}, "nccl_library must be one of bundled, system, got 'conda'"),
+        ({"nccl_library": "system"}, "nccl_library system needs the absolute path of the system's libnccl.so.2, got None"),
+        ({"nccl_library": "system", "system_nccl_path": "libnccl.so.2"}, "needs the absolute path"),
+        ({"nccl_library": "system", "system_nccl_path": "/opt/a b/libnccl.so.2"}, "must be one path without spaces, colons or quotes"),
+        ({"nccl_library": "system", "system_nccl_path": "/a/libnccl.so.2:/b/libc.so"}, "must be one path without spaces, colons or quotes"),
+    ],
+)
+def test_bad_library_choice_is_refused(kwargs: dict[str, t.Any], message: str) -> None:
+    with pytest.raises(FabricEnvError, match=message):
+        env(IB, **kwargs)

@@ -112,7 +112,7 @@ def test_single_port_result(tmp_path: Path) -> None:
         "interface": "enp1s0f1np1",
         "pci_address": "0000:01:00.1",
         "address": FABRIC_IP,
-        "link": {"operstate": "up", "up": True, "carrier": True, "mtu": 9000, "mac": "4c:bb:47:2c:1d:a1"},
+        "link": {"operstate": "up", "up": True, "carrier": True, "mtu": 9000, "mac": "4c:bb:47:2c:1d:a1", "speed_mbps": 200000},
         "rdma_devices": [{"name": "rocep1s0f1", "port": 1, "state": "ACTIVE", "active": True, "gid_index": 3}],
         "gid_index": 3,
         "twin": None,
@@ -128,7 +128,7 @@ def test_both_halves_twin(tmp_path: Path) -> None:
         "interface": "enP2p1s0f1np1",
         "pci_address": "0002:01:00.1",
         "address": TWIN_IP,
-        "link": {"operstate": "up", "up": True, "carrier": True, "mtu": 9000, "mac": "4c:bb:47:2c:1d:a5"},
+        "link": {"operstate": "up", "up": True, "carrier": True, "mtu": 9000, "mac": "4c:bb:47:2c:1d:a5", "speed_mbps": 200000},
         "rdma_devices": [{"name": "roceP2p1s0f1", "port": 1, "state": "ACTIVE", "active": True, "gid_index": 3}],
         "gid_index": 3,
     }
@@ -335,3 +335,22 @@ def test_parse_ip_addr_json() -> None:
 def test_parse_ip_addr_json_rejects_garbage(text: str) -> None:
     with pytest.raises(RoceError, match="cannot parse the output of ip -j -4 addr show"):
         parse_ip_addr_json(text)
+
+
+@pytest.mark.parametrize(("content", "speed"), [("200000\n", 200000), ("13000\n", 13000), ("-1\n", None), ("", None), (None, None)])
+def test_link_speed_is_none_where_the_kernel_gives_none(tmp_path: Path, content: str | None, speed: int | None) -> None:
+    root = make_sysfs("single_port", tmp_path)
+    speed_file = root / "class" / "net" / "enp1s0f1np1" / "speed"
+    if content is None:
+        speed_file.unlink()  # a down link: reading it fails with EINVAL, as a missing file does here
+    else:
+        speed_file.write_text(content, encoding="utf-8")
+    assert roce_info(root, ADDRESSES, interface="enp1s0f1np1").as_dict()["link"]["speed_mbps"] == speed
+
+
+def test_twin_link_has_its_speed(tmp_path: Path) -> None:
+    root = make_sysfs("both_halves", tmp_path)
+    (root / "class" / "net" / "enP2p1s0f1np1" / "speed").write_text("100000\n", encoding="utf-8")
+    result = roce_info(root, ADDRESSES, address=FABRIC_IP).as_dict()
+    assert result["link"]["speed_mbps"] == 200000
+    assert result["twin"]["link"]["speed_mbps"] == 100000

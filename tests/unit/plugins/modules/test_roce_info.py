@@ -72,7 +72,7 @@ def test_both_halves_by_address(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert result["interface"] == "enp1s0f1np1"
     assert result["address"] == FABRIC_IP
     assert result["pci_address"] == "0000:01:00.1"
-    assert result["link"] == {"operstate": "up", "up": True, "carrier": True, "mtu": 9000, "mac": "4c:bb:47:2c:1d:a1"}
+    assert result["link"] == {"operstate": "up", "up": True, "carrier": True, "mtu": 9000, "mac": "4c:bb:47:2c:1d:a1", "speed_mbps": 200000}
     assert result["rdma_devices"] == [{"name": "rocep1s0f1", "port": 1, "state": "ACTIVE", "active": True, "gid_index": 3}]
     assert result["gid_index"] == 3
     assert result["twin"]["interface"] == "enP2p1s0f1np1"
