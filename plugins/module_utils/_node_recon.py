@@ -55,6 +55,7 @@ OS_RELEASE_KEYS = ("id", "version_id", "pretty_name")
 _CUDA_VERSION = re.compile(r"CUDA Version\s*:\s*([0-9]+(?:\.[0-9]+)*)")
 _NORMALISE = re.compile(r"[-_.]+")
 _GLOB = re.compile(r"[*?\[]")
+_NCCL_FILE = re.compile(r"libnccl\.so\.([0-9]+\.[0-9]+\.[0-9]+)")
 
 
 class ReconError(ValueError):
@@ -72,6 +73,8 @@ class Sources:
     docker: str | None = None
     systemctl: str | None = None
     ip: str | None = None
+    # The fabric environment the nccl_env role writes: LD_PRELOAD / VLLM_NCCL_SO_PATH there mean the system's NCCL.
+    fabric_env: Path = Path("/etc/sparkops/fabric.env")
 
 
 @dataclass(frozen=True)
@@ -488,13 +491,58 @@ def package_version(packages: t.Sequence[tuple[str, dict[str, str]]], *names: st
     return None
 
 
-def versions(host: Host, gpu: t.Mapping[str, t.Any], packages: t.Sequence[tuple[str, dict[str, str]]]) -> dict[str, str | None]:
-    """The components :data:`._version_drift.COMPONENTS` compares, in its order."""
+def _env_values(text: str) -> dict[str, str]:
+    """NAME=value lines of an environment file as the env_file filter writes them (values single-quoted when needed)."""
+    values = {}
+    for line in text.splitlines():
+        name, sep, value = line.strip().partition("=")
+        if not sep or name.startswith("#"):
+            continue
+        value = value.strip()
+        values[name.strip()] = value[1:-1] if len(value) > 1 and value[0] == value[-1] == "'" else value
+    return values
+
+
+def nccl_library(env_file: Path, notes: list[str]) -> dict[str, str | None]:
+    """Which NCCL the engine's units load: ``system`` when the fabric environment (nccl_env, nccl_env_nccl_library:
+    system) sets VLLM_NCCL_SO_PATH or preloads a libnccl, with its path and the version of the file it resolves to
+    (``libnccl.so.2`` -> ``libnccl.so.2.28.3``: 2.28.3; None when the name does not say); else ``bundled`` (the wheel)."""
+    bundled: dict[str, str | None] = {"library": "bundled", "path": None, "version": None}
+    try:
+        values = _env_values(env_file.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return bundled
+    preloaded = [p for p in values.get("LD_PRELOAD", "").replace(":", " ").split() if "libnccl" in Path(p).name]
+    path = values.get("VLLM_NCCL_SO_PATH") or next(iter(preloaded), None)
+    if not path:
+        return bundled
+    resolved = Path(path)
+    if not resolved.exists():
+        notes.append(f"versions: {env_file} names {path} as the NCCL library, which does not exist")
+    else:
+        resolved = resolved.resolve()
+    match = _NCCL_FILE.fullmatch(resolved.name)
+    return {"library": "system", "path": path, "version": match.group(1) if match else None}
+
+
+def versions(
+    host: Host,
+    gpu: t.Mapping[str, t.Any],
+    packages: t.Sequence[tuple[str, dict[str, str]]],
+    library: t.Mapping[str, str | None] | None = None,
+) -> dict[str, str | None]:
+    """The components :data:`._version_drift.COMPONENTS` compares, in its order.
+
+    ``nccl`` is the wheel's version, or ``<version> (system)`` when ``library`` (:func:`nccl_library`) says the units
+    load the system's NCCL: the drift gate then tells a node on another library apart."""
+    nccl = package_version(packages, *NCCL_DISTS)
+    if library is not None and library.get("library") == "system":
+        nccl = f"{library.get('version') or 'unknown'} (system)"
     values: dict[str, str | None] = {
         "kernel": host.kernel or None,
         "driver": gpu.get("driver"),
         "cuda": gpu.get("cuda"),
-        "nccl": package_version(packages, *NCCL_DISTS),
+        "nccl": nccl,
         "python": host.python or None,
         "ray": package_version(packages, "ray"),
         "vllm": package_version(packages, "vllm"),
@@ -524,6 +572,8 @@ def recon(options: Options, sources: Sources, run: Runner, host: Host | None = N
         "containers": container_entries(containers, options.unit_patterns),
     }
     packages = venv_packages(options.venvs, notes)
+    library = nccl_library(sources.fabric_env, notes)
+    fabric["nccl_library"] = library
     return {
         "os": os_release,
         "architecture": host.machine or None,
@@ -533,6 +583,6 @@ def recon(options: Options, sources: Sources, run: Runner, host: Host | None = N
         "memory": memory,
         "disk": disk,
         "inference": inference,
-        "versions": versions(host, gpu, packages),
+        "versions": versions(host, gpu, packages, library),
         "notes": notes,
     }
