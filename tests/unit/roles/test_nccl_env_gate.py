@@ -78,6 +78,7 @@ def test_healthy_links_pass_and_the_environment_is_written(tmp_path: Path) -> No
     assert len(env_files(tmp_path)) == 3
     assert "LD_PRELOAD" not in env_files(tmp_path)[0].read_text()
     assert "NCCL library: bundled with the engine's wheels" in output
+    assert "NCCL all-reduce not run: /opt/sparkops/ray/bin/python is not on spark-head, spark-worker1, spark-worker2 yet" in output
 
 
 def test_degraded_link_fails_naming_the_node_and_nothing_is_written(tmp_path: Path) -> None:
@@ -101,6 +102,10 @@ def test_virtual_links_skip_the_speed_check_and_say_so(tmp_path: Path) -> None:
     proc, output = run_role(tmp_path, case="no_rdma")
     assert proc.returncode == 0, output[-3000:]
     assert "spark-worker2: fabric link enp1s0f1np1 is a virtual netdev (no PCI device, e.g. a veth) reporting 10000 Mb/s: speed not checked" in output
+    assert (
+        "NCCL all-reduce not run: socket mode: no RDMA device on spark-head, spark-worker1, spark-worker2: NCCL runs on TCP sockets there (NCCL_IB_DISABLE=1)"
+        in output
+    )
 
 
 @pytest.mark.parametrize(
@@ -136,3 +141,40 @@ def test_missing_system_nccl_fails_naming_node_and_path(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "host spark-head: nccl_env_nccl_library is system, but /nonexistent/libnccl.so.2 does not exist" in output, output[-3000:]
     assert env_files(tmp_path) == []
+
+
+def fake_python(tmp_path: Path, log: str) -> str:
+    """A stand-in for the engine's Python that prints a recorded log of the check, whatever it is asked to run."""
+    fixture = Path(__file__).resolve().parents[1] / "plugins" / "module_utils" / "fixtures" / "nccl_logs" / log
+    stub = tmp_path / "python"
+    stub.write_text(f"#!/bin/sh\ncat {fixture}\n", encoding="utf-8")
+    stub.chmod(0o755)
+    return str(stub)
+
+
+def test_nccl_all_reduce_over_roce_passes(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, "synthetic-roce-2node.log")
+    proc, output = run_role(tmp_path, nccl_env_nccl_check_python=python)
+    assert proc.returncode == 0, output[-3000:]
+    assert (
+        "NCCL all-reduce over 3 nodes: passed; NCCL 2.28.3, network IB on enp1s0f1np1 (rocep1s0f1,roceP2p1s0f1), channels via NET/IB, "
+        "bus bandwidth 11.0 GB/s (at least 10)"
+    ) in output, output[-3000:]
+    assert not list((tmp_path / "etc").glob("*/nccl-check.*"))  # the program is removed
+
+
+def test_nccl_all_reduce_on_sockets_fails_the_roce_gate(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, "synthetic-socket-fallback-2node.log")
+    proc, output = run_role(tmp_path, nccl_env_nccl_check_python=python)
+    assert proc.returncode != 0
+    assert "spark-head: NCCL used network Socket, expected IB (NCCL 2.28.9); spark-head: NCCL channels ran via NET/Socket, expected NET/IB only" in output, (
+        output[-3000:]
+    )
+    assert "spark-head: NCCL all-reduce bus bandwidth 1.4 GB/s, expected at least 10 GB/s" in output
+    assert not list((tmp_path / "etc").glob("*/nccl-check.*"))  # removed before the verdict
+
+
+def test_nccl_all_reduce_off(tmp_path: Path) -> None:
+    proc, output = run_role(tmp_path, nccl_env_nccl_check="off")
+    assert proc.returncode == 0, output[-3000:]
+    assert "NCCL all-reduce not run: nccl_env_nccl_check is off" in output
