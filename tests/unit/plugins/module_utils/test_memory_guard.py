@@ -117,6 +117,7 @@ def guard(
     iterations: int,
     clock: FakeClock | None = None,
     units: t.Sequence[str] = (VLLM,),
+    textfile_dir: str = "",
     **levels: t.Any,
 ) -> tuple[GuardState, list[str], FakeClock]:
     clock = clock or FakeClock()
@@ -131,6 +132,7 @@ def guard(
         log=lines.append,
         state_path=str(tmp_path / "guard-state.json"),
         iterations=iterations,
+        textfile_dir=textfile_dir,
     )
     return state, lines, clock
 
@@ -660,20 +662,8 @@ def textfile_metrics(folder: Path) -> dict[str, float]:
 
 
 def run_with_textfile(tmp_path: Path, systemd: FakeSystemd, feed: t.Callable[[], Sample], iterations: int, folder: Path, clock: FakeClock) -> list[str]:
-    lines: list[str] = []
-    run(
-        Levels(names=NAMES, resume_hold_s=2, max_stops_per_hour=2).check(GB10_TOTAL_MIB),
-        (VLLM,),
-        read=feed,
-        systemctl=systemd,
-        clock=clock.clock,
-        sleep=clock.sleep,
-        log=lines.append,
-        state_path=str(tmp_path / "guard-state.json"),
-        iterations=iterations,
-        textfile_dir=str(folder),
-    )
-    return lines
+    """guard() writing its metrics into ``folder``: its journal lines."""
+    return guard(tmp_path, systemd, feed, iterations, clock=clock, textfile_dir=str(folder), resume_hold_s=2, max_stops_per_hour=2)[1]
 
 
 def test_the_textfile_metrics_follow_a_stop_a_start_and_a_give_up_and_the_count_survives_a_restart(tmp_path: Path) -> None:
