@@ -49,7 +49,9 @@ def node_settings(
     """The settings ``sparkops-vllm-memory-guard`` reads on the node whose ``/proc/meminfo`` is ``meminfo``.
 
     ``levels`` holds :data:`._memory_guard.LEVEL_FIELDS` (a missing or null one takes the guard's default, except
-    ``stop_psi_full_pct``, where null turns PSI off); ``names`` maps each to the variable that sets it. Raises
+    ``stop_psi_full_pct``, where null turns PSI off); ``names`` maps each to the variable that sets it, and may map
+    ``gate_min_available_mib`` and ``gpu_memory_utilization`` to the variables behind those (named when the raised
+    resume level is refused; only the levels' names go into the settings). Raises
     :class:`._memory_guard.MemoryGuardError` naming the variables when a level makes no sense or is not below this
     host's ``MemTotal`` (with the raised resume level, the gate's variable named as the reason)."""
     unknown = sorted(str(key) for key in levels if key not in LEVEL_FIELDS)
@@ -68,15 +70,18 @@ def node_settings(
     raised = isinstance(asked, (int, float)) and not isinstance(asked, bool) and gate > asked
     if raised:
         raw["resume_available_mib"] = gate
-    document: dict[str, t.Any] = {**raw, "units": list(units), "state_path": state_path, "names": dict(names)}
+    level_names = {key: value for key, value in names.items() if key in LEVEL_FIELDS}
+    document: dict[str, t.Any] = {**raw, "units": list(units), "state_path": state_path, "names": level_names}
     if textfile_dir:
         document["textfile_dir"] = textfile_dir
     try:
         GuardSettings.from_dict(document, mem_total_mib=total_mib)
     except MemoryGuardError as exc:
         if raised:
+            gate_name = names.get("gate_min_available_mib", "gate_min_available_mib")
+            utilization_name = names.get("gpu_memory_utilization", "gpu_memory_utilization")
             raise MemoryGuardError(
-                f"{exc} (the resume level is the memory gate's, {gate} MiB: vllm_serve_gate_min_available_mib, else vllm_serve_gpu_memory_utilization "
+                f"{exc} (the resume level is the memory gate's, {gate} MiB: {gate_name}, else {utilization_name} "
                 f"x MemTotal {total_mib} MiB; the guard starts vLLM only where its gate would let it start)"
             ) from None
         raise

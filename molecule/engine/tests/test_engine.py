@@ -7,46 +7,26 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
+import sys
 import time
-import typing as t
 from pathlib import Path
 
 import openai
 import pytest
 import requests
-import testinfra
+
+sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import node, playbook, recap  # noqa: E402
 
 HEAD = os.environ["ENGINE_LAB_HEAD"]
 WORKER = os.environ["ENGINE_LAB_WORKER"]
 HEAD_IP = os.environ["ENGINE_LAB_HEAD_FABRIC_IP"]
 HEAD_MGMT_IP = os.environ["ENGINE_LAB_HEAD_MGMT_IP"]
-PROJECT = os.environ["ENGINE_LAB_PROJECT"]
 API_KEY = os.environ["ENGINE_LAB_API_KEY"]
 MODEL = os.environ["ENGINE_LAB_MODEL"]
 UNIT = "sparkops-vllm"
 BASE = f"http://{HEAD_MGMT_IP}:8000"
 TIMINGS = Path(os.environ.get("SPARKOPS_JUNIT_DIR", "/tmp")) / "engine-recovery.json"
-
-
-def node(name: str) -> t.Any:
-    return testinfra.get_host(f"podman://{name}")
-
-
-def ansible(*args: str, command: str = "ansible-playbook") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [command, "-i", os.environ["MOLECULE_INVENTORY_FILE"], *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
-
-
-def recap(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
-    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)} for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", run.stdout, re.MULTILINE)}
 
 
 def unit(name: str, prop: str) -> str:
@@ -151,7 +131,7 @@ def test_a_completion_with_the_reasoning_apart_and_a_wrong_key_refused() -> None
 
 def test_the_module_reports_ready() -> None:
     args = {"url": f"http://{HEAD_IP}:8000", "model": MODEL, "api_key": API_KEY, "timeout": 60, "interval": 1, "fail_on_timeout": False}
-    run = ansible(HEAD, "-m", "sparkops.inference.openai_endpoint", "-a", json.dumps(args), command="ansible")
+    run = playbook(HEAD, "-m", "sparkops.inference.openai_endpoint", "-a", json.dumps(args), command="ansible")
     assert " => " in run.stdout, run.stdout + run.stderr
     result = json.loads(run.stdout.split(" => ", 1)[1])
     assert result["ready"] and result["state"] == "ready" and result["usage"]["completion_tokens"] > 0, result
@@ -218,7 +198,7 @@ def test_an_argument_the_engine_does_not_know_stops_the_role_and_the_unit_stays(
     units = {name: node(name).file(f"/etc/systemd/system/{UNIT}.service").content_string for name in (HEAD, WORKER)}
     pids = (main_pid(HEAD), main_pid(WORKER))
     extra = {"vllm_serve_extra_args": ["--enforce-eager", "--kv-cache-memory-bytes", "64M", "--swap-space", "4"]}
-    run = ansible(f"{PROJECT}/site.yml", "--tags", "serve", "-e", json.dumps(extra))
+    run = playbook("site.yml", "--tags", "serve", "-e", json.dumps(extra))
     output = run.stdout + run.stderr
     assert run.returncode != 0
     assert "vLLM 0.30.0 refuses the arguments the unit would run it with; nothing was changed" in output, output[-3000:]
@@ -268,7 +248,7 @@ def test_snapshot_verdicts_agree_with_what_the_engine_loads() -> None:
     verdicts = {}
     for variant in ("intact", "total_size", "truncated"):
         args = {"repo_id": "sparkops-lab/tiny-moe", "revision": "main", "cache_dir": f"{work}/{variant}", "fail_on_incomplete": False}
-        run = ansible(HEAD, "-m", "sparkops.inference.hf_snapshot", "-a", json.dumps(args), command="ansible")
+        run = playbook(HEAD, "-m", "sparkops.inference.hf_snapshot", "-a", json.dumps(args), command="ansible")
         assert " => " in run.stdout, run.stdout + run.stderr
         verdicts[variant] = json.loads(run.stdout.split(" => ", 1)[1])
     folders = " ".join(f"{work}/{v}/{snap}" for v in ("intact", "total_size", "truncated"))
@@ -283,7 +263,7 @@ def test_snapshot_verdicts_agree_with_what_the_engine_loads() -> None:
 
 def test_a_rerun_changes_nothing() -> None:
     pids = (main_pid(HEAD), main_pid(WORKER))
-    run = ansible(f"{PROJECT}/site.yml", "--tags", "serve")  # nccl and ray: the serve scenario reruns them
+    run = playbook("site.yml", "--tags", "serve")  # nccl and ray: the serve scenario reruns them
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert recap(run) and all(s["changed"] == 0 for s in recap(run).values()), recap(run)
     assert (main_pid(HEAD), main_pid(WORKER)) == pids

@@ -11,15 +11,17 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import typing as t
 from pathlib import Path
 
 import pytest
-import testinfra
+
+sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import node, playbook  # noqa: E402
 
 HEAD = os.environ["ENGINE_LAB_HEAD"]
 HEAD_IP = os.environ["ENGINE_LAB_HEAD_FABRIC_IP"]
-PROJECT = os.environ["ENGINE_LAB_PROJECT"]
 API_KEY = os.environ["ENGINE_LAB_API_KEY"]
 MODEL = os.environ["ENGINE_LAB_MODEL"]
 VENV = "/opt/sparkops/ray"  # vllm_serve_venv's default: the engine's own venv on every node
@@ -29,10 +31,6 @@ LEVELS = (1, 2)
 PROMPT_TOKENS = 32
 OUTPUT_TOKENS = 16
 REQUESTS = 16
-
-
-def node(name: str) -> t.Any:
-    return testinfra.get_host(f"podman://{name}")
 
 
 def ours(output_dir: Path, concurrency: int) -> dict[str, t.Any]:
@@ -46,14 +44,7 @@ def ours(output_dir: Path, concurrency: int) -> dict[str, t.Any]:
         "benchmark_output_dir": str(output_dir),
         "benchmark_warmup": False,  # the engine's counters must see the measured requests only
     }
-    run = subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/playbooks/benchmark.yml", "-e", json.dumps(extra)],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_INTERNAL_POLL_INTERVAL": "0.1"},
-    )
+    run = playbook("playbooks/benchmark.yml", "-e", json.dumps(extra), env={"ANSIBLE_INTERNAL_POLL_INTERVAL": "0.1"})
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert API_KEY not in run.stdout + run.stderr
     report = json.loads((output_dir / "benchmark.json").read_text())

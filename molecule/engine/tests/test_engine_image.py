@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import typing as t
 
 import openai
-import testinfra
 
 sys.path.insert(0, os.path.join(os.environ["ENGINE_LAB_PROJECT"], "tests", "lab"))
-from sparklab.scenario import playbook, recap, tail  # noqa: E402
+from sparklab.scenario import node, playbook, recap, tail  # noqa: E402
 
 HEAD = os.environ["ENGINE_LAB_HEAD"]
 WORKER = os.environ["ENGINE_LAB_WORKER"]
@@ -24,10 +22,6 @@ NODES = (HEAD, WORKER)
 REPO = "registry.lab/sparkops/vllm"
 IMAGES = "/var/lib/sparkops-lab-docker/images/images.json"
 DOCKER = ("-e", "vllm_serve_runtime=docker")  # the scenario's inventory runs the engine from its venv
-
-
-def node(name: str) -> t.Any:
-    return testinfra.get_host(f"podman://{name}")
 
 
 def running_image(name: str) -> str:

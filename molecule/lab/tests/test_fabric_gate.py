@@ -13,7 +13,9 @@ import typing as t
 from pathlib import Path
 
 import pytest
-import testinfra
+
+sys.path.insert(0, str(Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests" / "lab"))
+from sparklab.scenario import node, playbook  # noqa: E402
 
 PROJECT = os.environ["MOLECULE_PROJECT_DIRECTORY"]
 HEAD = os.environ["SPARK_LAB_HEAD"]
@@ -41,8 +43,8 @@ PLAY = """
 """
 
 
-def copy_sysfs(node: str, case: str, **attributes: str) -> str:
-    """Materialise fixture ``case`` with ``attributes`` (speed, mtu) of enp1s0f1np1 and its twin into ``node``."""
+def copy_sysfs(name: str, case: str, **attributes: str) -> str:
+    """Materialise fixture ``case`` with ``attributes`` (speed, mtu) of enp1s0f1np1 and its twin into node ``name``."""
     sys.path.insert(0, f"{PROJECT}/tests/unit")
     from sysfs_tree import materialise
 
@@ -51,8 +53,8 @@ def copy_sysfs(node: str, case: str, **attributes: str) -> str:
         for name, value in attributes.items():
             for netdev in ("enp1s0f1np1", "enP2p1s0f1np1"):
                 (tree / "class" / "net" / netdev / name).write_text(value + "\n", encoding="utf-8")
-        subprocess.run(["podman", "exec", node, "rm", "-rf", "/tmp/sysfs-gate"], check=True)
-        subprocess.run(["podman", "cp", str(tree), f"{node}:/tmp/sysfs-gate"], check=True)
+        subprocess.run(["podman", "exec", name, "rm", "-rf", "/tmp/sysfs-gate"], check=True)
+        subprocess.run(["podman", "cp", str(tree), f"{name}:/tmp/sysfs-gate"], check=True)
     return "/tmp/sysfs-gate"
 
 
@@ -61,22 +63,14 @@ def run_nccl(tmp_path: Path, *args: str) -> tuple[int, str]:
     play.write_text(PLAY, encoding="utf-8")
     groups = tmp_path / "groups.yml"
     groups.write_text(GROUPS, encoding="utf-8")
-    run = subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "-i", str(groups), str(play), "--tags", "nccl", *LAB_VARS, *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
+    run = playbook(str(play), "-i", str(groups), "--tags", "nccl", *LAB_VARS, *args)
     return run.returncode, " ".join((run.stdout + run.stderr).split())
 
 
 def env_sums() -> dict[str, t.Any]:
     sums = {}
     for name in (HEAD, WORKER):
-        node = testinfra.get_host(f"podman://{name}")
-        env = node.file("/etc/sparkops/fabric.env")
+        env = node(name).file("/etc/sparkops/fabric.env")
         sums[name] = env.sha256sum if env.exists else None
     return sums
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import sys
 import threading
 import typing as t
+from pathlib import Path
 
 import pytest
 import testinfra
+
+sys.path.insert(0, str(Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "tests" / "lab"))
+from sparklab.scenario import node  # noqa: E402
 
 FABRIC = ipaddress.ip_network(os.environ["SPARK_LAB_FABRIC_SUBNET"])
 MGMT = ipaddress.ip_network(os.environ["SPARK_LAB_MGMT_SUBNET"])
@@ -89,12 +94,12 @@ def controller() -> t.Any:
 
 @pytest.fixture(scope="module")
 def worker() -> t.Any:
-    return testinfra.get_host(f"podman://{WORKER}")
+    return node(WORKER)
 
 
 @pytest.fixture(scope="module")
 def head() -> t.Any:
-    return testinfra.get_host(f"podman://{HEAD}")
+    return node(HEAD)
 
 
 @pytest.fixture()

@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 import typing as t
+from pathlib import Path
 
 import pytest
-import testinfra
+
+sys.path.insert(0, str(Path(os.environ["MODEL_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import node, playbook, recap  # noqa: E402
 
 HEAD = os.environ["MODEL_LAB_HEAD"]
 WORKERS = os.environ["MODEL_LAB_WORKERS"].split(",")
@@ -18,23 +22,8 @@ REPO_DIR = "/var/lib/sparkops/huggingface/hub/models--sparkops-lab--tiny-moe"
 CHECKSUMS = f"cd {REPO_DIR}/blobs && find . -maxdepth 1 -type f -printf '%f\\n' | sort | xargs -r sha256sum"
 
 
-def node(name: str) -> t.Any:
-    return testinfra.get_host(f"podman://{name}")
-
-
 def run_site(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", "--tags", "model", *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
-
-
-def recap(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
-    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)} for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", run.stdout, re.MULTILINE)}
+    return playbook("site.yml", "--tags", "model", *args)
 
 
 def snapshot(name: str) -> tuple[str, str, str]:
@@ -118,14 +107,7 @@ def distribute_check(known_hosts: str, checking: str) -> subprocess.CompletedPro
         f"repo_dir={REPO_DIR} targets={FABRIC_IP[WORKERS[0]]} ssh_key=/etc/sparkops/model-sync/id_ed25519 "
         f"ssh_known_hosts={known_hosts} ssh_host_key_checking={checking}"
     )
-    return subprocess.run(
-        ["ansible", "-i", os.environ["MOLECULE_INVENTORY_FILE"], HEAD, "--check", "-m", "sparkops.inference.snapshot_distribute", "-a", args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
+    return playbook(HEAD, "--check", "-m", "sparkops.inference.snapshot_distribute", "-a", args, command="ansible")
 
 
 def test_a_host_key_nobody_pinned_is_refused_not_learned() -> None:

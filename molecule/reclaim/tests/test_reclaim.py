@@ -5,15 +5,18 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 import typing as t
+from pathlib import Path
 
 import pytest
-import testinfra
+
+sys.path.insert(0, str(Path(os.environ["RECLAIM_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import node, playbook, recap  # noqa: E402
 
 HEAD = os.environ["RECLAIM_LAB_HEAD"]
 WORKER = os.environ["RECLAIM_LAB_WORKER"]
-PROJECT = os.environ["RECLAIM_LAB_PROJECT"]
 OLD_UNITS = {
     HEAD: ["vllm-cluster", "vllm-embeddings", "vllm-reranker", "vllm-proxy"],
     WORKER: ["vllm-worker"],
@@ -21,35 +24,17 @@ OLD_UNITS = {
 APPS = "/usr/local/bin/nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits"
 
 
-def node(name: str) -> t.Any:
-    return testinfra.get_host(f"podman://{name}")
-
-
 def gpu_apps(host: t.Any) -> list[str]:
     return [line for line in host.check_output(APPS).splitlines() if line.strip()]
 
 
 def run_site(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", "--tags", "reclaim", *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
+    return playbook("site.yml", "--tags", "reclaim", *args)
 
 
 def flat(run: subprocess.CompletedProcess[str]) -> str:
     """Both streams (Ansible may print a failure on either), whitespace collapsed."""
     return " ".join((run.stdout + run.stderr).split())
-
-
-def recap(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
-    stats = {}
-    for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", run.stdout, re.MULTILINE):
-        stats[host] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
-    return stats
 
 
 def wait_for_apps(host: t.Any, count: int) -> list[str]:

@@ -13,11 +13,15 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import textwrap
 import typing as t
+from pathlib import Path
 
 import pytest
-import testinfra
+
+sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import node, playbook, recap  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -25,7 +29,6 @@ HEAD_IP = os.environ["RAY_LAB_HEAD_FABRIC_IP"]
 HEAD_MGMT_IP = os.environ["RAY_LAB_HEAD_MGMT_IP"]
 WORKER_IP = os.environ["SERVE_LAB_WORKER_FABRIC_IP"]
 NOT_A_NODE = os.environ["SERVE_LAB_NOT_A_NODE_IP"]
-PROJECT = os.environ["RAY_LAB_PROJECT"]
 SERVE_PORT = 8000
 FABRIC_IF = "enp1s0f1np1"
 CONNECT = textwrap.dedent(
@@ -76,22 +79,22 @@ def ray_ports(node: t.Any) -> list[int]:
 
 @pytest.fixture(scope="module")
 def head() -> t.Any:
-    return testinfra.get_host(f"podman://{HEAD}")
+    return node(HEAD)
 
 
 @pytest.fixture(scope="module")
 def worker() -> t.Any:
-    return testinfra.get_host(f"podman://{WORKER}")
+    return node(WORKER)
 
 
 def test_the_firewall_came_back_with_the_reboot_from_its_enabled_unit(head: t.Any, worker: t.Any) -> None:
-    for node in (head, worker):
-        assert node.check_output("systemctl is-enabled sparkops-firewall.service") == "enabled"
-        assert node.check_output("systemctl is-active sparkops-firewall.service") == "active"
-        listing = node.check_output("nft list table inet sparkops_firewall")
+    for host in (head, worker):
+        assert host.check_output("systemctl is-enabled sparkops-firewall.service") == "enabled"
+        assert host.check_output("systemctl is-active sparkops-firewall.service") == "active"
+        listing = host.check_output("nft list table inet sparkops_firewall")
         assert f"elements = {{ {HEAD_IP}, {WORKER_IP} }}" in listing, listing
         assert "reject with icmpx admin-prohibited" in listing, listing
-        ruleset = node.file("/etc/sparkops/firewall.nft")
+        ruleset = host.file("/etc/sparkops/firewall.nft")
         assert (ruleset.user, ruleset.mode) == ("root", 0o644)
 
 
@@ -127,18 +130,11 @@ def test_a_fabric_address_that_is_not_a_node_reaches_neither_ray_nor_the_api(hea
 
 
 def site(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", "--tags", "firewall", *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
+    return playbook("site.yml", "--tags", "firewall", *args)
 
 
 def recap_changed(run: subprocess.CompletedProcess[str]) -> dict[str, int]:
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s*:\s*ok=\d+\s+changed=(\d+)", run.stdout, re.M)}
+    return {host: counts["changed"] for host, counts in recap(run).items()}
 
 
 def test_a_rerun_changes_nothing_off_removes_it_on_puts_it_back(head: t.Any, worker: t.Any) -> None:

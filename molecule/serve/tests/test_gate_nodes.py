@@ -6,39 +6,27 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import sys
 import time
 import typing as t
+from pathlib import Path
 
-import testinfra
+sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import module_result, node, unit_property  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
 HEAD_IP = os.environ["RAY_LAB_HEAD_FABRIC_IP"]
-PROJECT = os.environ["RAY_LAB_PROJECT"]
 API_KEY = os.environ["SERVE_LAB_API_KEY"]
 MODEL = os.environ["SERVE_LAB_MODEL"]
 UNIT = "sparkops-vllm"
 GATE_SETTINGS = "/etc/sparkops/vllm-gate.json"
 
 
-def node(name: str) -> t.Any:
-    return testinfra.get_host(f"podman://{name}")
-
-
 def endpoint(timeout: int) -> dict[str, t.Any]:
     """sparkops.inference.openai_endpoint, run on the head against its fabric address."""
     args = {"url": f"http://{HEAD_IP}:8000", "model": MODEL, "api_key": API_KEY, "timeout": timeout, "interval": 1, "fail_on_timeout": False}
-    run = subprocess.run(
-        ["ansible", "-i", os.environ["MOLECULE_INVENTORY_FILE"], HEAD, "-m", "sparkops.inference.openai_endpoint", "-a", json.dumps(args)],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
-    assert " => " in run.stdout, run.stdout + run.stderr
-    return dict(json.loads(run.stdout.split(" => ", 1)[1]))
+    return module_result(HEAD, "sparkops.inference.openai_endpoint", args)
 
 
 def wait_serving(timeout: int) -> None:
@@ -47,7 +35,7 @@ def wait_serving(timeout: int) -> None:
 
 
 def unit(prop: str) -> str:
-    return str(node(HEAD).check_output(f"systemctl show --property {prop} --value {UNIT}"))
+    return unit_property(node(HEAD), UNIT, prop)
 
 
 def current_journal() -> str:

@@ -5,17 +5,18 @@ again; wedged a second time within the hour, the probe stops acting and says so,
 from __future__ import annotations
 
 import os
+import sys
 import time
 import typing as t
+from pathlib import Path
 
-import openai
 import pytest
-import testinfra
+
+sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import Api, host_time, journal, node, unit_property, wait_until  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
-HEAD_MGMT_IP = os.environ["RAY_LAB_HEAD_MGMT_IP"]
-API_KEY = os.environ["SERVE_LAB_API_KEY"]
-MODEL = os.environ["SERVE_LAB_MODEL"]
+API = Api.from_env()
 UNIT = "sparkops-vllm.service"
 RESET: list[str] = []  # when the head fixture reset the probe's state: its decisions since then
 
@@ -24,47 +25,29 @@ RESET: list[str] = []  # when the head fixture reset the probe's state: its deci
 def head() -> t.Iterator[t.Any]:
     """The head, its probe's state afresh (no restart counted from earlier in the hour); whatever the tests leave,
     vLLM is not left wedged for the scenario's other tests."""
-    node = testinfra.get_host(f"podman://{HEAD}")
-    node.run_expect([0], "systemctl stop sparkops-vllm-liveness.timer && rm -f /var/lib/sparkops/vllm-liveness.json")
-    RESET.append(node.check_output("date '+%Y-%m-%d %H:%M:%S'"))
-    node.run_expect([0], "systemctl start sparkops-vllm-liveness.timer")
+    host = node(HEAD)
+    host.run_expect([0], "systemctl stop sparkops-vllm-liveness.timer && rm -f /var/lib/sparkops/vllm-liveness.json")
+    RESET.append(host_time(host))
+    host.run_expect([0], "systemctl start sparkops-vllm-liveness.timer")
     try:
-        yield node
+        yield host
     finally:
         # Its restarts (the probe's, the operator's) counted in the unit's start limit (3 an hour in the lab): the
         # scenario's later tests restart vLLM too, so the counter starts afresh (systemctl reset-failed resets it).
-        node.run(f"systemctl reset-failed {UNIT}")
-        pid = node.check_output(f"systemctl show --property=MainPID --value {UNIT}")
-        if pid not in ("", "0") and node.check_output(f"ps -o stat= -p {pid} || true").startswith("T"):
-            node.run(f"systemctl restart --no-block {UNIT}")
-            wait_until(serves, 240)
+        host.run(f"systemctl reset-failed {UNIT}")
+        pid = unit_property(host, UNIT, "MainPID")
+        if pid not in ("", "0") and host.check_output(f"ps -o stat= -p {pid} || true").startswith("T"):
+            host.run(f"systemctl restart --no-block {UNIT}")
+            wait_until(API.serves, 240)
 
 
 def invocation(head: t.Any) -> str:
-    return head.check_output(f"systemctl show --property=InvocationID --value {UNIT}")
-
-
-def serves() -> bool:
-    try:
-        client = openai.OpenAI(base_url=f"http://{HEAD_MGMT_IP}:8000/v1", api_key=API_KEY, timeout=5, max_retries=0)
-        reply = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Say hello."}], max_tokens=4)
-        return bool(reply.usage and reply.usage.completion_tokens > 0)
-    except openai.OpenAIError:
-        return False
-
-
-def wait_until(what: t.Callable[[], bool], seconds: float, step: float = 1.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if what():
-            return True
-        time.sleep(step)
-    return what()
+    return unit_property(head, UNIT, "InvocationID")
 
 
 def liveness_journal(head: t.Any, since: str) -> str:
     # The probe's own lines (its SyslogIdentifier), not systemd's "Starting ..."/"Finished ..." about its service.
-    return head.check_output(f"journalctl --identifier sparkops-vllm-liveness --since '{since}' --no-pager --output cat")
+    return journal(head, "sparkops-vllm-liveness", since)
 
 
 def last_decision(head: t.Any, since: str = "-15s") -> str:
@@ -74,9 +57,9 @@ def last_decision(head: t.Any, since: str = "-15s") -> str:
 
 def wedge(head: t.Any) -> str:
     """Stop vLLM's main process (SIGSTOP): alive, the unit active, nothing answered; the time, for the journal."""
-    pid = head.check_output(f"systemctl show --property=MainPID --value {UNIT}")
+    pid = unit_property(head, UNIT, "MainPID")
     assert pid not in ("", "0")
-    since = head.check_output("date '+%Y-%m-%d %H:%M:%S'")
+    since = host_time(head)
     head.run_expect([0], f"kill -STOP {pid}")
     return since
 
@@ -84,7 +67,7 @@ def wedge(head: t.Any) -> str:
 def test_the_timer_probes_the_serving_engine(head: t.Any) -> None:
     assert head.check_output("systemctl is-enabled sparkops-vllm-liveness.timer") == "enabled"
     assert head.check_output("systemctl is-active sparkops-vllm-liveness.timer") == "active"
-    assert wait_until(serves, 120), "vLLM does not serve before the liveness test"
+    assert wait_until(API.serves, 120), "vLLM does not serve before the liveness test"
     # A probe since the reset saw it serve (what the next test's wedge is counted against).
     assert wait_until(lambda: "serving: health: HTTP 200" in liveness_journal(head, RESET[0]), 30), liveness_journal(head, RESET[0])
     key = head.file("/etc/sparkops/private/vllm-api-key").content_string.strip()
@@ -96,14 +79,14 @@ def test_a_wedged_engine_is_restarted_with_no_ansible_run_and_serves_again(head:
     before = invocation(head)
     since = wedge(head)
     wedged_at = time.monotonic()
-    assert not serves()  # wedged: no answer
+    assert not API.serves()  # wedged: no answer
     assert head.check_output(f"systemctl is-active {UNIT}") == "active"  # systemd alone sees nothing wrong
     assert wait_until(lambda: invocation(head) != before, 60), liveness_journal(head, since)
-    assert wait_until(serves, 240), liveness_journal(head, since)
+    assert wait_until(API.serves, 240), liveness_journal(head, since)
     record_property("wedged_to_serving_s", round(time.monotonic() - wedged_at, 1))
-    journal = liveness_journal(head, since)
-    assert "probe failed (1 of 2 in a row)" in journal and "probe failed 2 times in a row" in journal, journal
-    assert f"restarting {UNIT}" in journal, journal
+    lines = liveness_journal(head, since)
+    assert "probe failed (1 of 2 in a row)" in lines and "probe failed 2 times in a row" in lines, lines
+    assert f"restarting {UNIT}" in lines, lines
 
 
 def test_wedged_again_within_the_hour_it_stops_acting_and_says_so_until_vllm_is_restarted(head: t.Any) -> None:
@@ -111,8 +94,8 @@ def test_wedged_again_within_the_hour_it_stops_acting_and_says_so_until_vllm_is_
     before = invocation(head)
     since = wedge(head)
     assert wait_until(lambda: "stopped acting" in liveness_journal(head, since), 60), liveness_journal(head, since)
-    journal = liveness_journal(head, since)
-    assert "1 restart(s) in the last hour reached vllm_serve_liveness_max_restarts_per_hour (1): stopped acting" in journal, journal
+    lines = liveness_journal(head, since)
+    assert "1 restart(s) in the last hour reached vllm_serve_liveness_max_restarts_per_hour (1): stopped acting" in lines, lines
     # More probes (a wedged one takes two 3 s timeouts, then 2 s): it keeps saying so, and restarts nothing.
     assert wait_until(lambda: last_decision(head, since).startswith("stopped acting: 1 restart(s) in the last hour"), 30), last_decision(head, since)
     time.sleep(12)
@@ -120,5 +103,5 @@ def test_wedged_again_within_the_hour_it_stops_acting_and_says_so_until_vllm_is_
     assert last_decision(head, since).startswith("stopped acting: 1 restart(s) in the last hour"), last_decision(head, since)
     # The operator restarts vLLM: it serves, and the probe acts again (a new invocation).
     head.run_expect([0], f"systemctl restart --no-block {UNIT}")
-    assert wait_until(serves, 240)
+    assert wait_until(API.serves, 240)
     assert wait_until(lambda: last_decision(head).startswith("serving:"), 60), last_decision(head, "-60s")

@@ -7,11 +7,15 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 import typing as t
+from pathlib import Path
 
 import pytest
-import testinfra
+
+sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import node, playbook  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 HEAD_IP = os.environ["RAY_LAB_HEAD_FABRIC_IP"]
@@ -47,7 +51,7 @@ def alive_nodes(head: t.Any) -> list[dict[str, t.Any]]:
 @pytest.fixture(scope="module")
 def cluster() -> list[dict[str, t.Any]]:
     """The alive nodes, waiting (bounded) for the cluster to re-form after the reboot of every node."""
-    head = testinfra.get_host(f"podman://{HEAD}")
+    head = node(HEAD)
     deadline = time.monotonic() + 180
     nodes: list[dict[str, t.Any]] = []
     while time.monotonic() < deadline:
@@ -69,7 +73,7 @@ def test_every_node_declares_its_gpu(cluster: list[dict[str, t.Any]]) -> None:
 
 
 def test_ray_status_lists_every_node_with_the_declared_gpus(cluster: list[dict[str, t.Any]]) -> None:
-    head = testinfra.get_host(f"podman://{HEAD}")
+    head = node(HEAD)
     # `ray status` shows the autoscaler's view, refreshed every few seconds: it may lag ray.nodes() briefly.
     deadline = time.monotonic() + 60
     while True:
@@ -124,7 +128,7 @@ def test_the_token_is_root_only_the_same_everywhere_and_never_in_a_unit_or_argv(
     assert (token.user, token.group, token.mode) == ("root", "root", 0o600)
     value = token.content_string
     assert re.fullmatch(r"[0-9a-f]{64}", value), "the generated token is not 64 hex digits"
-    assert value == testinfra.get_host(f"podman://{HEAD}").file(TOKEN_FILE).content_string, "the nodes hold different tokens"
+    assert value == node(HEAD).file(TOKEN_FILE).content_string, "the nodes hold different tokens"
     env = host.file("/etc/sparkops/ray.env").content_string
     assert f"RAY_AUTH_MODE=token\nRAY_AUTH_TOKEN_PATH={TOKEN_FILE}\n" in env and value not in env
     unit = "sparkops-ray-head" if is_head(host) else "sparkops-ray-worker"
@@ -145,7 +149,7 @@ def test_the_token_is_root_only_the_same_everywhere_and_never_in_a_unit_or_argv(
 def test_a_ray_client_without_the_token_is_refused(credential: str, cluster: list[dict[str, t.Any]]) -> None:
     """From another node of the fabric (the worker), a Ray client that would run a task on the cluster: refused by
     the head's GCS without the token or with a wrong one; the same client with the token runs the task."""
-    worker = testinfra.get_host(f"podman://{os.environ['RAY_LAB_WORKERS'].split(',')[0]}")
+    worker = node(os.environ['RAY_LAB_WORKERS'].split(',')[0])
     task = "ray.remote(lambda: 'ran as ' + __import__('getpass').getuser()).remote()"
     job = f"import ray; ray.init(address='{HEAD_IP}:6379', logging_level='ERROR'); print(ray.get({task}))"
     # One connection attempt (Ray retries for about 20 s otherwise); RAY_AUTH_MODE unset: Ray's own default.
@@ -188,52 +192,43 @@ def test_no_ray_listener_bound_to_the_management_address(host: t.Any, cluster: l
     assert all(ipaddress.ip_address(a.strip("[]")) in FABRIC or ipaddress.ip_address(a.strip("[]")).is_loopback for a in bound), ray
 
 
-def materialise_sysfs(case: str, node: str) -> str:
-    """Copy a sysfs fixture tree of the unit tests (with its symlinks) into ``node``; return its path there."""
-    import sys
-    import tempfile
-    from pathlib import Path
+def materialise_sysfs(case: str, name: str) -> str:
+    """Copy a sysfs fixture tree of the unit tests (with its symlinks) into node ``name``; return its path there."""
+    import tempfile  # pylint: disable=import-outside-toplevel
 
     sys.path.insert(0, f"{PROJECT}/tests/unit")
     from sysfs_tree import materialise
 
     with tempfile.TemporaryDirectory() as tmp:
         tree = materialise(case, Path(tmp))
-        subprocess.run(["podman", "exec", node, "rm", "-rf", f"/tmp/sysfs-{case}"], check=True)
-        subprocess.run(["podman", "cp", str(tree), f"{node}:/tmp/sysfs-{case}"], check=True)
+        subprocess.run(["podman", "exec", name, "rm", "-rf", f"/tmp/sysfs-{case}"], check=True)
+        subprocess.run(["podman", "cp", str(tree), f"{name}:/tmp/sysfs-{case}"], check=True)
     return f"/tmp/sysfs-{case}"
 
 
 def run_site(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
+    return playbook("site.yml", *args)
 
 
 def test_fabric_link_down_fails_naming_host_interface_and_state(cluster: list[dict[str, t.Any]]) -> None:
     worker = "serve-spark-worker1"
-    node = testinfra.get_host(f"podman://{worker}")
-    before = node.file("/etc/sparkops/fabric.env").sha256sum
+    host = node(worker)
+    before = host.file("/etc/sparkops/fabric.env").sha256sum
     sysfs = materialise_sysfs("link_down", worker)
     run = run_site("--tags", "nccl", "--limit", worker, "-e", f"nccl_env_sysfs_root={sysfs}")
     assert run.returncode != 0, run.stdout[-2000:]
     output = " ".join((run.stdout + run.stderr).split())  # Ansible may print the failure on either stream
     assert f"host {worker}: fabric interface enp1s0f1np1 is not up (state: down, RDMA rocep1s0f1 DOWN)" in output, output[-3000:]
-    assert node.file("/etc/sparkops/fabric.env").sha256sum == before  # nothing half-done
+    assert host.file("/etc/sparkops/fabric.env").sha256sum == before  # nothing half-done
 
 
 def test_roce_host_would_get_both_twins_in_check_mode(cluster: list[dict[str, t.Any]]) -> None:
     worker = "serve-spark-worker1"
-    node = testinfra.get_host(f"podman://{worker}")
-    before = node.file("/etc/sparkops/fabric.env").sha256sum
+    host = node(worker)
+    before = host.file("/etc/sparkops/fabric.env").sha256sum
     sysfs = materialise_sysfs("both_halves", worker)
     run = run_site("--tags", "nccl", "--limit", worker, "--check", "--diff", "-e", f"nccl_env_sysfs_root={sysfs}")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "+NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1" in run.stdout, run.stdout[-3000:]
     assert "-NCCL_IB_DISABLE=1" in run.stdout and "+NCCL_IB_DISABLE=0" in run.stdout, run.stdout[-3000:]
-    assert node.file("/etc/sparkops/fabric.env").sha256sum == before  # check mode changed nothing
+    assert host.file("/etc/sparkops/fabric.env").sha256sum == before  # check mode changed nothing

@@ -5,22 +5,23 @@ build of vLLM refuses the Ray executor), installed as the wheel `vllm`; mp mode 
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
+import sys
 import time
 import typing as t
+from pathlib import Path
 
 import openai
 import pytest
-import testinfra
+
+sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import module_result, node, playbook, unit_property  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
 HEAD_IP = os.environ["RAY_LAB_HEAD_FABRIC_IP"]
 HEAD_MGMT_IP = os.environ["RAY_LAB_HEAD_MGMT_IP"]
-PROJECT = os.environ["RAY_LAB_PROJECT"]
 API_KEY = os.environ["SERVE_LAB_API_KEY"]
 MODEL = os.environ["SERVE_LAB_MODEL"]
 UNIT = "sparkops-vllm"
@@ -28,35 +29,14 @@ STANDIN_CONFIG = "/etc/sparkops-lab/vllm.json"
 FAST_LOAD = '{"load_seconds": 1, "unhealthy_seconds": 0.5}'  # what prepare.yml writes: a short load keeps CI short
 
 
-def node(name: str) -> t.Any:
-    return testinfra.get_host(f"podman://{name}")
-
-
-def ansible(*args: str, command: str = "ansible-playbook") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [command, "-i", os.environ["MOLECULE_INVENTORY_FILE"], *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
-
-
-def run_site(*args: str) -> subprocess.CompletedProcess[str]:
-    return ansible(f"{PROJECT}/site.yml", *args)
-
-
 def endpoint(timeout: int = 5, **extra: t.Any) -> dict[str, t.Any]:
     """sparkops.inference.openai_endpoint, run on the head against its fabric address."""
     args = {"url": f"http://{HEAD_IP}:8000", "model": MODEL, "api_key": API_KEY, "timeout": timeout, "interval": 1, "fail_on_timeout": False, **extra}
-    run = ansible(HEAD, "-m", "sparkops.inference.openai_endpoint", "-a", json.dumps(args), command="ansible")
-    assert " => " in run.stdout, run.stdout + run.stderr
-    return dict(json.loads(run.stdout.split(" => ", 1)[1]))
+    return module_result(HEAD, "sparkops.inference.openai_endpoint", args)
 
 
 def unit(name: str, prop: str) -> str:
-    return str(node(name).check_output(f"systemctl show --property {prop} --value {UNIT}"))
+    return unit_property(node(name), UNIT, prop)
 
 
 def wait_serving(timeout: int) -> dict[str, t.Any]:
@@ -133,7 +113,7 @@ def test_a_lost_ray_worker_stops_the_engine_and_serving_recovers_once_ray_is_bac
 
 def test_a_flag_change_restarts_the_service_once() -> None:
     pid = unit(HEAD, "MainPID")
-    run = run_site("--tags", "serve", "-e", "vllm_serve_max_model_len=1024")
+    run = playbook("site.yml", "--tags", "serve", "-e", "vllm_serve_max_model_len=1024")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "RUNNING HANDLER [sparkops.inference.vllm_serve : Restart vLLM]" in run.stdout
     assert re.search(r"tiny-moe served on http://\S+ after [\d.]+ s", run.stdout), run.stdout[-3000:]
@@ -147,7 +127,7 @@ def test_a_crash_at_start_stops_at_the_start_limit_and_the_role_shows_the_journa
     head = node(HEAD)
     head.check_output(f'echo \'{{"crash_at_start": true, "load_seconds": 1}}\' > {STANDIN_CONFIG}')
     try:
-        run = run_site("--tags", "serve", "-e", "vllm_serve_max_model_len=2048")  # a change: the handler restarts it
+        run = playbook("site.yml", "--tags", "serve", "-e", "vllm_serve_max_model_len=2048")  # a change: the handler restarts it
         assert run.returncode != 0
         output = run.stdout + run.stderr
         assert f"host {HEAD}: vLLM ({UNIT}.service: " in output and "ActiveState=failed" in output, output[-4000:]

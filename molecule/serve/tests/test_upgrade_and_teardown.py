@@ -9,22 +9,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
-import time
-import typing as t
 from pathlib import Path
-
-import openai
-import testinfra
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
 from sparklab import broken_ray_wheel, vllm_wheel  # noqa: E402
+from sparklab.scenario import Api, node, playbook, recap, wait_until  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
-PROJECT = os.environ["RAY_LAB_PROJECT"]
 MODEL_DIR = "/var/lib/sparkops/huggingface/hub/models--sparkops-lab--tiny-moe"
 FOREIGN = "sparkops-dashboard"  # a unit named like ours that the collection did not install
 INSTALLED = {
@@ -33,34 +27,12 @@ INSTALLED = {
 }
 
 
-def node(name: str) -> t.Any:
-    return testinfra.get_host(f"podman://{name}")
-
-
 def teardown(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/playbooks/teardown.yml", *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
-
-
-def recap(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
-    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)} for host, counts in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", run.stdout, re.MULTILINE)}
+    return playbook("playbooks/teardown.yml", *args)
 
 
 def site(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], f"{PROJECT}/site.yml", *args],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": f"{PROJECT}/.collections", "ANSIBLE_FORCE_COLOR": "0"},
-    )
+    return playbook("site.yml", *args)
 
 
 def vllm_version(name: str) -> str:
@@ -68,9 +40,7 @@ def vllm_version(name: str) -> str:
 
 
 def answers() -> bool:
-    client = openai.OpenAI(base_url=f"http://{os.environ['RAY_LAB_HEAD_MGMT_IP']}:8000/v1", api_key=os.environ["SERVE_LAB_API_KEY"], timeout=30)
-    reply = client.chat.completions.create(model=os.environ["SERVE_LAB_MODEL"], messages=[{"role": "user", "content": "Hi"}], max_tokens=8)
-    return reply.usage is not None and reply.usage.completion_tokens > 0
+    return Api.from_env().serves(timeout=30)
 
 
 def test_an_upgrade_that_does_not_serve_is_rolled_back_then_one_that_serves_replaces_it(tmp_path: Path) -> None:
@@ -108,14 +78,7 @@ def ray_version(name: str) -> str:
 
 def serves_within(seconds: float) -> bool:
     """The endpoint answers a completion within ``seconds`` (vLLM comes back through its start gate after Ray does)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            return answers()
-        except openai.OpenAIError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(2)
+    return wait_until(answers, seconds, step=2)
 
 
 def test_a_ray_upgrade_whose_cluster_does_not_form_is_rolled_back(tmp_path: Path) -> None:

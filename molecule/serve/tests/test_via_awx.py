@@ -13,17 +13,16 @@ import os
 import shutil
 import subprocess
 import sys
-import typing as t
 from pathlib import Path
 
 import openai
 import pytest
-import testinfra
 import yaml
 
 PROJECT = Path(os.environ["RAY_LAB_PROJECT"])
 sys.path.insert(0, str(PROJECT / "tests" / "lab"))
 from sparklab import awx_job  # noqa: E402
+from sparklab.scenario import node  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -45,10 +44,6 @@ LAB_ANSWERS = {
     "sparkops_tensor_parallel_size": 2,
     "sparkops_gpu_memory_utilization": 0.8,
 }
-
-
-def node(name: str) -> t.Any:
-    return testinfra.get_host(f"podman://{name}")
 
 
 def main_pid() -> str:

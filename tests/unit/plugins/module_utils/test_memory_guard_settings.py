@@ -72,3 +72,17 @@ def test_levels_that_make_no_sense_on_this_node_are_refused_naming_the_variable(
 def test_a_meminfo_that_is_not_one_is_a_clear_error() -> None:
     with pytest.raises(MemoryGuardError, match="MemTotal"):
         settings(meminfo="MemFree: 1 kB\n")
+
+
+def test_a_raised_resume_level_refused_names_the_gates_variables_from_names_and_keeps_them_out_of_the_settings() -> None:
+    gate_names = {"gate_min_available_mib": "vllm_serve_gate_min_available_mib", "gpu_memory_utilization": "vllm_serve_gpu_memory_utilization"}
+    with pytest.raises(MemoryGuardError) as caught:
+        node_settings(
+            GB10, units=["u.service"], levels={"stop_available_mib": 2048}, names={**NAMES, **gate_names}, state_path="/s.json", gpu_memory_utilization=1.0
+        )
+    assert "122584 MiB: vllm_serve_gate_min_available_mib, else vllm_serve_gpu_memory_utilization x MemTotal 122584 MiB" in str(caught.value)
+    with pytest.raises(MemoryGuardError) as unnamed:
+        settings(gpu_memory_utilization=1.0)
+    assert "122584 MiB: gate_min_available_mib, else gpu_memory_utilization x MemTotal" in str(unnamed.value)
+    found = node_settings(GB10, units=["u.service"], levels={}, names={**NAMES, **gate_names}, state_path="/s.json", gpu_memory_utilization=0.5)
+    assert found["names"] == NAMES
