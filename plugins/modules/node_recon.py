@@ -91,6 +91,13 @@ options:
       - The os-release file to read.
     type: path
     default: /etc/os-release
+  fabric_env:
+    description:
+      - The fabric environment file the C(nccl_env) role writes (its C(nccl_env_file)). C(LD_PRELOAD) or
+        C(VLLM_NCCL_SO_PATH) there mean the engine's units load the system's NCCL (RV(recon.fabric.nccl_library)).
+      - A file that does not exist means the wheel's NCCL.
+    type: path
+    default: /etc/sparkops/fabric.env
 extends_documentation_fragment:
   - sparkops.inference._attributes
   - sparkops.inference._attributes.info_module
@@ -223,6 +230,22 @@ recon:
               description: The netdev the RDMA device belongs to.
               type: str
               sample: enp1s0f1np1
+        nccl_library:
+          description: Which NCCL the engine's units load, read from O(fabric_env).
+          type: dict
+          contains:
+            library:
+              description: C(system) when O(fabric_env) preloads a C(libnccl) or sets C(VLLM_NCCL_SO_PATH), else C(bundled) (the wheel's).
+              type: str
+              sample: system
+            path:
+              description: The library's path as O(fabric_env) names it; null when bundled.
+              type: str
+              sample: /usr/lib/aarch64-linux-gnu/libnccl.so.2
+            version:
+              description: The version in the name of the file the path resolves to (C(libnccl.so.2.28.3)); null when bundled or not in the name.
+              type: str
+              sample: 2.28.3
     memory:
       description: Host memory and what holds it.
       type: dict
@@ -397,6 +420,7 @@ def main() -> None:
             "proc_root": {"type": "path", "default": "/proc"},
             "sys_root": {"type": "path", "default": "/sys"},
             "os_release": {"type": "path", "default": "/etc/os-release"},
+            "fabric_env": {"type": "path", "default": "/etc/sparkops/fabric.env"},
         },
         supports_check_mode=True,
     )
@@ -417,6 +441,7 @@ def main() -> None:
         docker=p["docker_cli"] or module.get_bin_path("docker", opt_dirs=SBIN),
         systemctl=module.get_bin_path("systemctl", opt_dirs=SBIN),
         ip=module.get_bin_path("ip", opt_dirs=SBIN),
+        fabric_env=Path(p["fabric_env"]),
     )
 
     def run(argv: list[str]) -> tuple[int, str, str]:

@@ -188,3 +188,16 @@ def test_required_options(capsys: pytest.CaptureFixture[str]) -> None:
     result = run_module({"fabric_ip": FABRIC_IP}, capsys).result
     assert result["failed"] is True
     assert result["msg"] == "missing required arguments: model_dir"
+
+
+def test_the_fabric_env_option_says_which_nccl_the_units_load(host: dict[str, t.Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lib = tmp_path / "lib" / "libnccl.so.2.28.3"
+    lib.parent.mkdir()
+    lib.write_bytes(b"")
+    (lib.parent / "libnccl.so.2").symlink_to(lib.name)
+    env_file = tmp_path / "fabric.env"
+    env_file.write_text(f"NCCL_SOCKET_IFNAME=enp1s0f1np1\nVLLM_NCCL_SO_PATH={lib.parent / 'libnccl.so.2'}\n", encoding="utf-8")
+    result = run_module({**host, "fabric_env": str(env_file)}, capsys).result
+    assert result["recon"]["fabric"]["nccl_library"] == {"library": "system", "path": str(lib.parent / "libnccl.so.2"), "version": "2.28.3"}
+    missing = run_module({**host, "fabric_env": str(tmp_path / "none.env")}, capsys).result
+    assert missing["recon"]["fabric"]["nccl_library"] == {"library": "bundled", "path": None, "version": None}
