@@ -44,6 +44,18 @@ options:
     type: list
     elements: raw
     default: []
+  metrics_networks:
+    description:
+      - Networks or addresses of the Prometheus servers that scrape the nodes; they reach O(metrics_ports) and the vLLM
+        port (its C(/metrics), no API key needed) and nothing else. Empty, no such rule.
+    type: list
+    elements: str
+    default: []
+  metrics_ports:
+    description: The ports O(metrics_networks) may scrape besides the vLLM port (node exporter's C(9100)).
+    type: list
+    elements: int
+    default: []
   header:
     description: Comment lines at the top of the file.
     type: list
@@ -87,6 +99,8 @@ NAMES = {
     "ssh_ports": "host_firewall_ssh_ports",
     "open_ports": "host_firewall_open_ports",
     "table": "host_firewall_table",
+    "metrics_networks": "host_firewall_metrics_networks",
+    "metrics_ports": "host_firewall_metrics_ports",
 }
 
 
@@ -98,6 +112,8 @@ def host_firewall_ruleset_filter(
     open_ports: t.Any = (),
     header: t.Any = (),
     table: t.Any = TABLE,
+    metrics_networks: t.Any = (),
+    metrics_ports: t.Any = (),
 ) -> str:
     if isinstance(header, str) or not all(isinstance(line, str) and "\n" not in line and "\r" not in line for line in header):
         raise AnsibleFilterError(f"sparkops.inference.host_firewall_ruleset: header must be a list of one-line strings, got {header!r}")
@@ -110,6 +126,8 @@ def host_firewall_ruleset_filter(
             open_ports_value=open_ports,
             table=table,
             names=NAMES,
+            metrics_networks_value=metrics_networks,
+            metrics_ports_value=metrics_ports,
         )
     except HostFirewallError as exc:
         raise AnsibleFilterError(f"sparkops.inference.host_firewall_ruleset: {exc}") from None

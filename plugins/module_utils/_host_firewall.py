@@ -17,6 +17,8 @@ any host that is not a node of the cluster, only what it names, and turns the re
 - ssh (``ssh_ports``), from anyone: how Ansible reaches the node;
 - the vLLM API port (``serve_port``) from the ``client_networks`` only (none: the nodes and localhost only);
 - ``open_ports`` (``11000/tcp``, ``5353/udp``), from anyone: whatever else the node serves;
+- the metrics ports (``metrics_ports``: node exporter's 9100, and the vLLM port for its ``/metrics``) from the
+  ``metrics_networks`` only (Prometheus);
 - anything else is rejected (``icmpx admin-prohibited``: a client sees "no route to host" at once, not a closed
   port, and not a hang).
 
@@ -59,6 +61,8 @@ class Ruleset:
     ssh_ports: tuple[int, ...]
     open_ports: tuple[tuple[str, int, int], ...]  # (protocol, first, last)
     table: str = TABLE
+    metrics_networks: tuple[Network, ...] = ()
+    metrics_ports: tuple[int, ...] = ()  # with serve_port, admitted from metrics_networks
 
     def render(self, header: Iterable[str] = ()) -> str:
         lines = [f"# {line}" for line in header]
@@ -76,6 +80,13 @@ class Ruleset:
                 lines.append(f"\t\ttype ipv{version}_addr")
                 lines.append("\t\tflags interval")
                 lines.append(f"\t\telements = {{ {', '.join(str(n) for n in clients)} }}")
+                lines.append("\t}")
+            scrapers = [net for net in self.metrics_networks if net.version == version]
+            if scrapers:
+                lines.append(f"\tset metrics_v{version} {{")
+                lines.append(f"\t\ttype ipv{version}_addr")
+                lines.append("\t\tflags interval")
+                lines.append(f"\t\telements = {{ {', '.join(str(n) for n in scrapers)} }}")
                 lines.append("\t}")
         lines += [
             "\tchain input {",
@@ -96,6 +107,12 @@ class Ruleset:
             family = "ip" if version == 4 else "ip6"
             if any(net.version == version for net in self.client_networks):
                 lines.append(f'\t\ttcp dport {self.serve_port} {family} saddr @clients_v{version} accept comment "the vLLM API, from its clients"')
+        scraped = ", ".join(str(port) for port in sorted({self.serve_port, *self.metrics_ports}))
+        for version in (4, 6):
+            family = "ip" if version == 4 else "ip6"
+            if any(net.version == version for net in self.metrics_networks):
+                comment = "metrics (node exporter, vLLM /metrics), from Prometheus"
+                lines.append(f'\t\ttcp dport {{ {scraped} }} {family} saddr @metrics_v{version} accept comment "{comment}"')
         for protocol in ("tcp", "udp"):
             ports = [str(first) if first == last else f"{first}-{last}" for proto, first, last in self.open_ports if proto == protocol]
             if ports:
@@ -215,10 +232,13 @@ def build(
     open_ports_value: t.Any = (),
     table: str = TABLE,
     names: Mapping[str, str] | None = None,
+    metrics_networks_value: t.Any = (),
+    metrics_ports_value: t.Any = (),
 ) -> Ruleset:
     """The ruleset, every value checked; errors name the variable (``names`` maps ``nodes``, ``client_networks``,
-    ``serve_port``, ``ssh_ports``, ``open_ports`` and ``table`` to the variables they come from)."""
-    label = {key: key for key in ("nodes", "client_networks", "serve_port", "ssh_ports", "open_ports", "table")}
+    ``serve_port``, ``ssh_ports``, ``open_ports``, ``table``, ``metrics_networks`` and ``metrics_ports`` to the
+    variables they come from)."""
+    label = {key: key for key in ("nodes", "client_networks", "serve_port", "ssh_ports", "open_ports", "table", "metrics_networks", "metrics_ports")}
     label.update(names or {})
     if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
         raise HostFirewallError(f"{label['table']} must be a name of letters, digits and _ (up to 31), got {table!r}")
@@ -234,6 +254,9 @@ def build(
             raise HostFirewallError(
                 f"{label['open_ports']} opens the vLLM port {serve} to anyone: name its clients in {label['client_networks']} instead (0.0.0.0/0 for anyone)"
             )
+    scraped = ports(metrics_ports_value, label["metrics_ports"])
+    if set(scraped) & set(ssh):
+        raise HostFirewallError(f"{label['metrics_ports']} names an ssh port ({label['ssh_ports']}): ssh is open to anyone already")
     return Ruleset(
         nodes=node_addresses(nodes, label["nodes"]),
         client_networks=client_networks(client_networks_value, label["client_networks"]),
@@ -241,4 +264,6 @@ def build(
         ssh_ports=ssh,
         open_ports=opened,
         table=table,
+        metrics_networks=client_networks(metrics_networks_value, label["metrics_networks"]),
+        metrics_ports=tuple(port for port in scraped if port != serve),
     )

@@ -94,6 +94,12 @@ def test_each_node_admits_all_the_nodes_the_clients_on_the_api_and_ssh(tmp_path:
         assert check.returncode == 0, check.stderr
 
 
+def test_prometheus_reaches_node_exporter_and_the_vllm_port_by_its_own_rule(tmp_path: Path) -> None:
+    files = render(tmp_path, host_firewall_enabled=True, host_firewall_metrics_networks=["10.30.0.5"])
+    assert "tcp dport { 8000, 9100 } ip saddr @metrics_v4 accept" in files["spark-head.nft"] and "elements = { 10.30.0.5/32 }" in files["spark-head.nft"]
+    assert "clients_v4" not in files["spark-head.nft"]  # a scraper is not a client of the API
+
+
 def test_the_port_ansible_reaches_a_node_on_stays_open(tmp_path: Path) -> None:
     files = render(tmp_path, hostvars={"spark_worker1": {"ansible_port": "2222"}}, host_firewall_ssh_ports=[22])
     assert "tcp dport { 22, 2222 } accept" in files["spark-worker1.nft"]
@@ -123,6 +129,7 @@ def test_the_unit_loads_the_ruleset_before_the_network_and_deletes_only_its_tabl
         ({"host_firewall_open_ports": ["8000/tcp"]}, {}, "host_firewall_open_ports opens the vLLM port 8000 to anyone"),
         ({"host_firewall_open_ports": ["11000/icmp"]}, {}, "host_firewall_open_ports[0] must be PORT/tcp"),
         ({"host_firewall_serve_port": 22}, {}, "host_firewall_serve_port 22 is also an ssh port"),
+        ({"host_firewall_metrics_networks": ["10.30.0.0/8"]}, {}, "host_firewall_metrics_networks[0] must be an IP network"),
         ({}, {"spark_worker2": {"sparkops_fabric_ip": "spark-worker2.lan"}}, "sparkops_fabric_ip of host spark-worker2 must be an IP address"),
     ],
 )

@@ -38,6 +38,13 @@ def test_the_ruleset_admits_what_it_names_and_rejects_the_rest() -> None:
     assert text.endswith("}\n")  # the role writes the text as is: a file of whole lines
 
 
+def test_metrics_networks_reach_the_metrics_ports_and_the_vllm_port_in_a_rule_of_their_own() -> None:
+    text = ruleset(metrics_networks_value=["10.77.3.0/24", "fd00::/64"], metrics_ports_value=[9100, 8000])
+    assert "set metrics_v4 {" in text and "elements = { 10.77.3.0/24 }" in text and "elements = { fd00::/64 }" in text
+    assert "tcp dport { 8000, 9100 } ip saddr @metrics_v4 accept" in text and "tcp dport { 8000, 9100 } ip6 saddr @metrics_v6 accept" in text
+    assert "metrics_v4" not in ruleset(metrics_ports_value=[9100])  # no networks: no rule, whatever the ports
+
+
 def test_without_client_networks_the_api_answers_the_nodes_only() -> None:
     text = ruleset(client_networks_value=[])
     assert "clients_v4" not in text and "dport 8000" not in text
@@ -64,6 +71,9 @@ def test_without_client_networks_the_api_answers_the_nodes_only() -> None:
         ({"open_ports_value": ["9010-9000/tcp"]}, "open_ports[0] is a range that ends before it starts"),
         ({"open_ports_value": ["11000/tcp accept"]}, "open_ports[0] must be one address, network or port"),
         ({"table": "x; flush ruleset"}, "table must be a name"),
+        ({"metrics_networks_value": ["10.77.3.1/24"]}, "metrics_networks[0] must be an IP network"),
+        ({"metrics_ports_value": [22]}, "metrics_ports names an ssh port (ssh_ports)"),
+        ({"metrics_ports_value": ["9100/tcp"]}, "metrics_ports[0] must be a port number"),
     ],
 )
 def test_a_value_the_firewall_cannot_use_is_refused_naming_it(kwargs: dict[str, object], message: str) -> None:
@@ -91,7 +101,12 @@ def test_a_node_address_that_is_not_one_hosts_is_refused_naming_the_host(nodes: 
 def test_nft_reads_the_ruleset_on_a_minimal_system() -> None:
     # Without /etc/protocols and /etc/services (no netbase, as the lab's minbase image): nft must resolve no name.
     script = f"mount --bind /dev/null /etc/protocols && mount --bind /dev/null /etc/services && exec {NFT} --check --file -"
-    for text in (ruleset(), ruleset(client_networks_value=[]), ruleset(client_networks_value=["0.0.0.0/0", "::/0"], open_ports_value=["5353/udp", 9000])):
+    for text in (
+        ruleset(),
+        ruleset(client_networks_value=[]),
+        ruleset(client_networks_value=["0.0.0.0/0", "::/0"], open_ports_value=["5353/udp", 9000]),
+        ruleset(metrics_networks_value=["10.77.3.0/24", "fd00::/64"], metrics_ports_value=[9100]),
+    ):
         check = subprocess.run(["unshare", "--net", "--mount", "sh", "-c", script], input=text, capture_output=True, text=True, check=False)
         assert check.returncode == 0, check.stderr + text
 
@@ -180,6 +195,16 @@ def test_a_stranger_reaches_ssh_and_the_open_port_only_a_client_also_the_api_a_n
     assert {name: after[(stranger, name)] for name in PORTS} == {
         "ray": "EHOSTUNREACH", "ray_worker": "EHOSTUNREACH", "rendezvous": "EHOSTUNREACH", "api": "EHOSTUNREACH", "ssh": "open", "open": "open",
     }  # fmt: skip
+
+
+def test_a_metrics_network_reaches_the_metrics_port_and_the_api_and_nothing_else(namespaces: tuple[str, str]) -> None:
+    node, around = namespaces
+    # The stranger's address as Prometheus, the Ray worker's port standing in for node exporter's.
+    after = _connections(node, around, ruleset(metrics_networks_value=["10.77.2.9"], metrics_ports_value=[PORTS["ray_worker"]]))
+    assert {name: after[("10.77.2.9", name)] for name in PORTS} == {
+        "ray": "EHOSTUNREACH", "ray_worker": "open", "rendezvous": "EHOSTUNREACH", "api": "open", "ssh": "open", "open": "open",
+    }  # fmt: skip
+    assert after[("10.77.1.5", "ray_worker")] == "EHOSTUNREACH"  # a client of the API is not a scraper
 
 
 def test_reloading_replaces_the_table_and_keeps_other_tables(namespaces: tuple[str, str]) -> None:
