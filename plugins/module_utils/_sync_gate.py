@@ -8,7 +8,7 @@ Note that this module util is **PRIVATE** to the collection. It can have breakin
 A worker authorises the head's and the other workers' keys with ``command="<the gate>"``; sshd then runs the gate
 instead of what the client asked, with the client's command line in ``SSH_ORIGINAL_COMMAND``. :func:`decide` reads
 that line and returns the argv to exec (never through a shell), or raises :class:`GateRefused` with a one-line
-reason. The lines :mod:`._snapshot_distribute` (:class:`SshTransport`) sends to a node, and what the gate does with
+reason. The lines :mod:`._snapshot_distribute` (:class:`._snapshot_transport.SshTransport`) sends to a node, and what the gate does with
 each:
 
 * the blob listing, ``sh -c '<listing_argv's script>'`` for ``<repo>/blobs``; and ``mkdir -p <repo>/blobs``;
@@ -59,15 +59,15 @@ from dataclasses import dataclass
 from ansible_collections.sparkops.inference.plugins.module_utils import _blob_relay
 from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import BOOT, MARK, PARTIAL_DIR, encode
 from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import command as relay_command
-from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import (
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_errors import DistributeError
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_plan import listing_argv
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_transport import (
     BLOB_OPTIONS,
     HOST_KEY_CHECKING,
     METADATA_OPTIONS,
     MUX_NAME,
-    DistributeError,
     SshTransport,
     check_ssh_target,
-    listing_argv,
 )
 
 PROG = "sparkops-model-sync-gate"

@@ -313,13 +313,10 @@ streams:
 import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import (  # noqa: E402
-    TOPOLOGIES,
-    DistributeError,
-    SshTransport,
-    check_ssh_target,
-    distribute,
-)
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import distribute  # noqa: E402
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_errors import DistributeError  # noqa: E402
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_plan import TOPOLOGIES  # noqa: E402
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_transport import SshTransport, check_ssh_target  # noqa: E402
 
 
 def main() -> None:

@@ -1,17 +1,16 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for _snapshot_distribute: real rsync between local folders standing for the head and the workers
-(LocalTransport), over a real hub cache; and the exact ssh/rsync command lines of SshTransport."""
+"""Unit tests for _snapshot_distribute: whole runs (plan, scheduler, pipeline, metadata) with real rsync and the real
+relay between local folders standing for the head and the workers (LocalTransport), over a real hub cache. The pieces
+have their own files: test_snapshot_plan.py, test_snapshot_scheduler.py, test_snapshot_transport.py."""
 
 from __future__ import annotations
 
 import os
 import random
 import re
-import shlex
 import stat
-import subprocess
 import sys
 import threading
 import time
@@ -20,30 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import MARK
-from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import (
-    BLOB_OPTIONS,
-    METADATA_OPTIONS,
-    PARTIAL_DIR,
-    Blob,
-    DistributeError,
-    Job,
-    Link,
-    LocalTransport,
-    Node,
-    Plan,
-    Result,
-    SshTransport,
-    distribute,
-    head_blobs,
-    listing_argv,
-    make_jobs,
-    make_links,
-    node_name,
-    parse_listing,
-    run_command,
-)
+from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import MARK, PARTIAL_DIR
+from ansible_collections.sparkops.inference.plugins.module_utils._run_command import run_command
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import distribute
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_errors import DistributeError, Node, node_name
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_result import Result
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_transport import BLOB_OPTIONS
 from ansible_collections.sparkops.inference.tests.lab.sparklab.hf_model import SnapshotInfo, read_hub_snapshot, write_hub_snapshot
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.local_transport import LocalTransport
 
 REPO_ID = "acme/tiny-llm"
 CACHE = "/srv/hf hub"  # the hub cache on every node, with a space to exercise the quoting
@@ -506,214 +489,7 @@ def test_a_store_and_forward_chain_of_three_takes_hardly_longer_than_one_target(
     assert_converged(three, TARGETS)
 
 
-# --- the pieces ------------------------------------------------------------------------------------------------
-
-
-def test_links() -> None:
-    assert make_links(TARGETS, "chain") == (Link(None, TARGETS[0]), Link(TARGETS[0], TARGETS[1]), Link(TARGETS[1], TARGETS[2]))
-    assert make_links(TARGETS, "star") == tuple(Link(None, target) for target in TARGETS)
-    assert [link.label for link in make_links(TARGETS[:2], "chain")] == ["head -> 10.0.0.2", "10.0.0.2 -> 10.0.0.3"]
-
-
-def test_head_blobs_skip_downloads_in_progress_and_rsync_leftovers(tmp_path: Path) -> None:
-    blobs = tmp_path / "blobs"
-    (blobs / PARTIAL_DIR).mkdir(parents=True)
-    (blobs / PARTIAL_DIR / "aaa").write_bytes(b"12")
-    (blobs / "small").write_bytes(b"1")
-    (blobs / "big").write_bytes(b"12345")
-    (blobs / "bbb").write_bytes(b"12345")
-    (blobs / "ccc.incomplete").write_bytes(b"123456789")
-    (blobs / ".ddd.Xy12Ab").write_bytes(b"123456789")
-    (blobs / "link").symlink_to("big")
-    assert head_blobs(str(blobs)) == (Blob("bbb", 5), Blob("big", 5), Blob("small", 1))
-
-
-def test_listing_runs_and_parses(tmp_path: Path) -> None:
-    blobs = tmp_path / "a dir" / "blobs"
-    (blobs / PARTIAL_DIR).mkdir(parents=True)
-    (blobs / PARTIAL_DIR / "partial").write_bytes(b"12")
-    (blobs / "abc").write_bytes(b"1234")
-    (blobs / "def").write_bytes(b"")
-    rc, out, err = run_command(listing_argv(str(blobs)))
-    assert (rc, err) == (0, "")
-    assert parse_listing(out, "w") == {"abc": 4, "def": 0, f"{PARTIAL_DIR}/partial": 2}
-    assert run_command(listing_argv(str(tmp_path / "missing" / "blobs"))) == (0, "", "")
-    with pytest.raises(DistributeError, match=r"^cannot read the blob listing of w: 'abc'$"):
-        parse_listing("abc\n", "w")
-
-
-# --- SshTransport ----------------------------------------------------------------------------------------------
-
-SSH = [
-    "ssh",
-    "-p",
-    "2222",
-    "-i",
-    "/etc/sparkops/ssh/id_ed25519",
-    "-o",
-    "IdentitiesOnly=yes",
-    "-o",
-    "UserKnownHostsFile=/etc/sparkops/ssh/known_hosts",
-    "-o",
-    "StrictHostKeyChecking=yes",
-    "-o",
-    "BatchMode=yes",
-    "-o",
-    "ConnectTimeout=30",
-]
-BLOBS = "/var/lib/sparkops/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8/blobs"
-
-
-def ssh_transport(**kwargs: t.Any) -> SshTransport:
-    defaults = {"user": "root", "key": "/etc/sparkops/ssh/id_ed25519", "known_hosts": "/etc/sparkops/ssh/known_hosts", "port": 2222}
-    return SshTransport(**{**defaults, **kwargs})
-
-
-def test_ssh_runs_a_quoted_command_on_a_target() -> None:
-    transport = ssh_transport()
-    assert transport.ssh_command() == SSH
-    argv = transport.run_argv("192.168.100.11", listing_argv("/srv/hf hub/blobs"))
-    assert argv[:-1] == [*SSH, "root@192.168.100.11"]
-    assert shlex.split(argv[-1]) == listing_argv("/srv/hf hub/blobs")
-    assert transport.run_argv("10.0.0.2", ["mkdir", "-p", BLOBS]) == [*SSH, "root@10.0.0.2", f"mkdir -p {BLOBS}"]
-
-
-def test_ssh_options_without_key_or_known_hosts() -> None:
-    transport = SshTransport()
-    assert transport.ssh_command() == ["ssh", "-p", "22", "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=30"]
-    assert transport.rsync == "rsync" and transport.user == "root"
-
-
-def test_an_unknown_host_key_is_refused_unless_trust_on_first_use_is_asked() -> None:
-    """The attack: whoever answers first on a target's fabric address (before the real worker, or instead of it) gets
-    the model and the relay's commands, and is trusted from then on. Pinned keys only, by default."""
-    assert "StrictHostKeyChecking=yes" in SshTransport().ssh_command()
-    assert "StrictHostKeyChecking=accept-new" not in " ".join(ssh_transport().rsync_argv("10.0.0.1", "10.0.0.2", BLOB_OPTIONS, ["/a"], "/b/"))
-    assert "StrictHostKeyChecking=accept-new" in SshTransport(host_key_checking="accept-new").ssh_command()
-    with pytest.raises(DistributeError, match="host_key_checking must be one of yes, accept-new, not 'no'"):
-        SshTransport(host_key_checking="no")
-
-
-def test_rsync_from_the_head() -> None:
-    argv = ssh_transport(user="spark").rsync_argv(None, "192.168.100.11", BLOB_OPTIONS, [f"{BLOBS}/abc"], f"{BLOBS}/")
-    assert argv == [
-        "rsync",
-        "-rt",
-        "--partial-dir=.sparkops-partial",
-        "--timeout=120",
-        "-e",
-        " ".join(SSH),
-        f"{BLOBS}/abc",
-        f"spark@192.168.100.11:{BLOBS}/",
-    ]
-
-
-def test_rsync_relayed_by_a_worker() -> None:
-    transport = ssh_transport()
-    argv = transport.rsync_argv("192.168.100.11", "192.168.100.12", BLOB_OPTIONS, [f"{BLOBS}/abc"], f"{BLOBS}/")
-    inner = ["rsync", "-rt", "--partial-dir=.sparkops-partial", "--timeout=120", "-e", " ".join(SSH), f"{BLOBS}/abc", f"root@192.168.100.12:{BLOBS}/"]
-    assert argv == [*SSH, "root@192.168.100.11", shlex.join(inner)]
-    assert argv[-1] == (
-        "rsync -rt --partial-dir=.sparkops-partial --timeout=120 -e "
-        "'ssh -p 2222 -i /etc/sparkops/ssh/id_ed25519 -o IdentitiesOnly=yes -o UserKnownHostsFile=/etc/sparkops/ssh/known_hosts "
-        "-o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=30' "
-        f"{BLOBS}/abc root@192.168.100.12:{BLOBS}/"
-    )
-
-
-def test_rsync_quotes_paths_with_spaces_and_brackets_ipv6() -> None:
-    transport = ssh_transport(key="/etc/spark ops/id key", known_hosts="/etc/spark ops/known hosts", rsync="/opt/rsync/bin/rsync")
-    argv = transport.rsync_argv("fd00::11", "fd00::12", METADATA_OPTIONS, ["/srv/hf hub/m/snapshots"], "/srv/hf hub/m/")
-    ssh = transport.ssh_command()
-    assert ssh[3:9] == ["-i", "/etc/spark ops/id key", "-o", "IdentitiesOnly=yes", "-o", "UserKnownHostsFile=/etc/spark ops/known hosts"]
-    inner = [
-        "/opt/rsync/bin/rsync",
-        "-a",
-        "--itemize-changes",
-        "--timeout=120",
-        "--rsync-path=/opt/rsync/bin/rsync",
-        "-e",
-        shlex.join(ssh),
-        "/srv/hf hub/m/snapshots",
-        "root@[fd00::12]:/srv/hf hub/m/",
-    ]
-    assert argv == [*ssh, "root@fd00::11", shlex.join(inner)]
-    assert shlex.split(argv[-1]) == inner
-    assert "'/etc/spark ops/id key'" in inner[6]
-
-
-def test_rsync_splits_the_ssh_command_as_shlex_quoted_it(tmp_path: Path) -> None:
-    """rsync runs -e's value, split by its own rules: a quoted path with spaces stays one argument."""
-    record = tmp_path / "ssh args"
-    fake_ssh = tmp_path / "fake ssh"
-    fake_ssh.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {shlex.quote(str(record))}\nexit 255\n')
-    fake_ssh.chmod(0o755)
-    source = tmp_path / "abc"
-    source.write_bytes(b"x")
-    transport = ssh_transport(key="/etc/spark ops/it's key", ssh=str(fake_ssh))
-    proc = subprocess.run(transport.rsync_argv(None, "10.0.0.2", BLOB_OPTIONS, [str(source)], "/srv/hf hub/blobs/"), capture_output=True, check=False)
-    assert proc.returncode != 0
-    args = record.read_text().splitlines()
-    assert args[:17] == [*SSH[1:3], "-i", "/etc/spark ops/it's key", *SSH[5:], "-l", "root", "10.0.0.2"]
-    assert args[17:19] == ["rsync", "--server"] and args[-1] == "/srv/hf\\ hub/blobs/"  # rsync escapes the remote path itself
-
-
-# --- ssh connection sharing (a master per stream) ---------------------------------------------------------------
-
-CONTROL = "/etc/sparkops/ssh"
-MUX = ["-o", "ControlMaster=no", "-o", f"ControlPath={CONTROL}/mux-%C-1"]
-
-
-def test_a_stream_uses_its_master_and_no_stream_none() -> None:
-    transport = ssh_transport(control_dir=CONTROL)
-    assert transport.ssh_command() == SSH
-    assert transport.ssh_command(1) == [*SSH[:9], *MUX, *SSH[9:]]
-    assert transport.run_argv("10.0.0.2", ["true"], 1) == [*SSH[:9], *MUX, *SSH[9:], "root@10.0.0.2", "true"]
-    relayed = transport.rsync_argv("10.0.0.2", "10.0.0.3", BLOB_OPTIONS, [f"{BLOBS}/abc"], f"{BLOBS}/", 1)
-    # The relay's ssh (inside the command) and the head's ssh to the relay both use stream 1's master.
-    assert relayed[:15] == [*SSH[:9], *MUX, *SSH[9:]][:15]
-    assert f"-o ControlMaster=no -o ControlPath={CONTROL}/mux-%C-1 -o" in relayed[-1]
-    # Without a control dir a stream changes nothing.
-    assert ssh_transport().ssh_command(1) == SSH
-
-
-def test_masters_start_once_per_hop_and_stream_detached() -> None:
-    transport = ssh_transport(control_dir=CONTROL, control_persist=45)
-    path = ["-o", f"ControlPath={CONTROL}/mux-%C-0"]
-
-    def master(target: str) -> str:
-        """Keep a live master, else start one (ControlMaster=auto clears a dead one's socket), stdio closed."""
-        check = shlex.join([*SSH, *path, "-O", "check", f"root@{target}"])
-        alive = ["-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4"]
-        start = shlex.join([*SSH, *path, "-o", "ControlMaster=auto", "-o", "ControlPersist=45", *alive, "-N", "-f", f"root@{target}"])
-        return f"{{ {check} || exec {start}; }} </dev/null >/dev/null 2>&1"
-
-    head_link = transport.stream_setup(None, "10.0.0.2", 0)
-    assert head_link == [["sh", "-c", master("10.0.0.2")]]
-    assert transport.stream_setup(None, "10.0.0.2", 0) == []  # started already
-    # A relay's stream: the head's master to the relay exists (the head link's), so only the relay's own, run there.
-    relay = transport.stream_setup("10.0.0.2", "10.0.0.3", 0)
-    assert relay == [transport.run_argv("10.0.0.2", ["sh", "-c", master("10.0.0.3")], 0)]
-    # The next relay's stream 0 needs the head's master to its source first.
-    second = transport.stream_setup("10.0.0.3", "10.0.0.4", 0)
-    assert second == [["sh", "-c", master("10.0.0.3")], transport.run_argv("10.0.0.3", ["sh", "-c", master("10.0.0.4")], 0)]
-    # Teardown: the relays' masters (reached through the head's) at once, then the head's at once; then nothing.
-    relays, heads = transport.teardown()
-
-    def exit_of(source: str | None, target: str) -> list[str]:
-        ssh = [*SSH[:9], "-o", "ControlMaster=no", "-o", f"ControlPath={CONTROL}/mux-%C-0", *SSH[9:]]
-        command = ["sh", "-c", f"{shlex.join([*ssh, '-O', 'exit', f'root@{target}'])} </dev/null >/dev/null 2>&1"]
-        return command if source is None else transport.run_argv(source, command, 0)
-
-    assert relays == [exit_of("10.0.0.2", "10.0.0.3"), exit_of("10.0.0.3", "10.0.0.4")]
-    assert heads == [exit_of(None, "10.0.0.2"), exit_of(None, "10.0.0.3")]
-    assert transport.teardown() == []
-    assert ssh_transport().stream_setup(None, "10.0.0.2", 0) == []
-
-
-def test_a_control_dir_too_long_for_a_socket_is_refused() -> None:
-    with pytest.raises(DistributeError, match="control_dir '/x+' is too long for an ssh control socket path"):
-        SshTransport(control_dir="/" + "x" * 70)
+# --- ssh connection sharing, as the pipeline asks for it --------------------------------------------------------
 
 
 class Muxing(LocalTransport):
@@ -788,44 +564,6 @@ def test_cut_through_sends_each_blob_along_the_whole_chain_in_one_stream(tmp_pat
     # the copies look up to date to rsync's quick check (same size and mtime): nothing is sent again
     again = Recorder()
     assert run(cluster, runner=again, cut_through=False).as_dict()["changed"] is False
-
-
-def plan_with(held: dict[str, dict[str, int]], topology: str = "chain") -> Plan:
-    blobs = (Blob("a", 30), Blob("b", 20), Blob("c", 10))
-    targets = tuple(held)
-    return Plan(REPO, topology, targets, blobs, held, make_links(targets, topology))
-
-
-def test_jobs_skip_holders_and_send_partials_by_rsync() -> None:
-    t0, t1, t2 = TARGETS
-    held = {t0: {f"{PARTIAL_DIR}/b": 7}, t1: {"a": 30}, t2: {"c": 10}}
-    a, b, c = plan_with(held).blobs
-    assert make_jobs(plan_with(held), cut_through=True) == [
-        Job(a, (None, t0), True),  # t1 holds a: it passes a on to t2
-        Job(a, (t1, t2), True),
-        Job(b, (None, t0), False),  # t0 keeps a partial of b: rsync resumes it, then b goes on from t0
-        Job(b, (t0, t1, t2), True),
-        Job(c, (None, t0, t1), True),
-    ]
-    assert make_jobs(plan_with(held), cut_through=False) == [
-        Job(a, (None, t0), False),
-        Job(a, (t1, t2), False),
-        Job(b, (None, t0), False),
-        Job(b, (t0, t1), False),
-        Job(b, (t1, t2), False),
-        Job(c, (None, t0), False),
-        Job(c, (t0, t1), False),
-    ]
-    assert make_jobs(plan_with(held, "star"), cut_through=True) == [
-        Job(a, (None, t0), True),
-        Job(a, (None, t2), True),
-        Job(b, (None, t0), False),
-        Job(b, (None, t1), True),
-        Job(b, (None, t2), True),
-        Job(c, (None, t0), True),
-        Job(c, (None, t1), True),
-    ]
-    assert Job(b, (t0, t1, t2), True).links == (Link(t0, t1), Link(t1, t2))
 
 
 def test_a_partial_left_on_a_target_is_resumed_by_rsync_and_the_rest_goes_cut_through(tmp_path: Path) -> None:

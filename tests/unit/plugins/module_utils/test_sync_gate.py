@@ -14,14 +14,18 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import threading
 import typing as t
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible_collections.sparkops.inference.plugins.module_utils import _sync_gate
 from ansible_collections.sparkops.inference.plugins.module_utils._blob_relay import MARK, PARTIAL_DIR, command, encode, next_argv
-from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import BLOB_OPTIONS, SshTransport, distribute, listing_argv
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import distribute
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_plan import listing_argv
+from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_transport import BLOB_OPTIONS, SshTransport
 from ansible_collections.sparkops.inference.plugins.module_utils._sync_gate import GateConfig, GateRefused, decide, main, relay_code
 
 TARGETS = ("10.0.0.2", "10.0.0.3", "10.0.0.4")
@@ -397,3 +401,39 @@ def test_main_execs_an_accepted_command_and_prints_a_refusal_on_one_line(tmp_pat
     settings.write_text(json.dumps({"cache_dir": str(cache), "address": TARGETS[0], "shell": "/bin/sh"}))
     assert main({}, [str(settings)]) == 1
     assert capsys.readouterr().err.endswith(": unknown gate settings: shell\n")
+
+
+# --- the gate's library on a worker -----------------------------------------------------------------------------
+
+COLLECTION = Path(__file__).resolve().parents[4]
+# What the gate command runs (roles/model_sync/files/sparkops-model-sync-gate), without its sys.exit: the modules of
+# the collection it loaded, then what main() says to a command it refuses.
+GATE_PROBE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ansible_collections.sparkops.inference.plugins.module_utils._sync_gate import main
+prefix = "ansible_collections.sparkops.inference.plugins.module_utils."
+print(json.dumps(sorted(name[len(prefix):] + ".py" for name in sys.modules if name.startswith(prefix))))
+print(main({"SSH_ORIGINAL_COMMAND": "id"}, ["--peer", sys.argv[2]]))
+"""
+
+
+def test_the_gate_runs_from_exactly_the_module_utils_the_role_installs(tmp_path: Path) -> None:
+    """gate.yml copies the files vars/main.yml lists into the gate's library, where a worker's own python3 (no Ansible,
+    no collection) runs them: a file missing there fails every distribution, one too many is dead code on every node."""
+    role_vars = yaml.safe_load((COLLECTION / "roles" / "model_sync" / "vars" / "main.yml").read_text(encoding="utf-8"))
+    listed = role_vars["__model_sync_gate_utils"]
+    lib = tmp_path / "lib"
+    utils = lib / "ansible_collections" / "sparkops" / "inference" / "plugins" / "module_utils"
+    utils.mkdir(parents=True)
+    for name in listed:
+        shutil.copy(COLLECTION / "plugins" / "module_utils" / name, utils / name)
+    settings = tmp_path / "gate.json"
+    settings.write_text(json.dumps({"cache_dir": str(tmp_path / "hub"), "address": TARGETS[0], "targets": list(TARGETS)}))
+    # -I -S: no site-packages, no PYTHONPATH, no current folder: only the library, as on a worker.
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", GATE_PROBE, str(lib), str(settings)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    loaded, rc = proc.stdout.splitlines()
+    assert json.loads(loaded) == sorted(listed)
+    assert "_snapshot_transport.py" in listed and "_snapshot_distribute.py" not in listed
+    assert rc == "1" and "refused: a peer's key may only push blobs" in proc.stderr

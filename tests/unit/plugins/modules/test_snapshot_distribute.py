@@ -15,9 +15,9 @@ from unittest.mock import MagicMock, patch
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.sparkops.inference.plugins.module_utils._snapshot_distribute import LocalTransport
 from ansible_collections.sparkops.inference.plugins.modules import snapshot_distribute
 from ansible_collections.sparkops.inference.tests.lab.sparklab.hf_model import SnapshotInfo, read_hub_snapshot, write_hub_snapshot
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.local_transport import LocalTransport
 
 CACHE = "/var/lib/sparkops/huggingface/hub"
 REPO_ID = "acme/tiny-llm"
