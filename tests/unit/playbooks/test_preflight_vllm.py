@@ -135,9 +135,10 @@ def test_the_role_alone_refuses_docker_with_ray(inventory: Path) -> None:
     playbook.write_text("- name: The vllm_serve role alone\n  hosts: spark-head\n  gather_facts: false\n  roles:\n    - role: sparkops.inference.vllm_serve\n")
     proc = play(inventory, playbook, "--check", "-e", "vllm_serve_runtime=docker", "-e", "vllm_serve_image=nvcr.io/nvidia/vllm:26.10-py3")
     assert proc.returncode != 0, proc.stdout[-3000:]
-    assert "TASK [sparkops.inference.vllm_serve : Check the settings]" in proc.stdout
-    failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
-    assert len(failed) == 1 and "vllm_serve_backend != 'ray'" in failed[0] and "docker with backend mp" in failed[0], proc.stdout[-3000:]
+    assert "TASK [sparkops.inference.vllm_serve : settings_check | Check the settings]" in proc.stdout
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("failed: [spark-head]")]
+    assert len(failed) == 1 and "(item=vllm_serve_runtime)" in failed[0], proc.stdout[-3000:]
+    assert "host spark-head: vllm_serve_runtime: the docker runtime needs vllm_serve_backend mp" in failed[0], failed[0]
 
 
 def test_preflight_refuses_rays_removed_docker_runtime(inventory: Path) -> None:
