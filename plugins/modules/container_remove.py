@@ -12,8 +12,11 @@ version_added: 1.0.0
 description:
   - Removes the docker containers named in O(containers), for example old vLLM or Ray containers that hold the
     GPU and unified memory of a DGX Spark.
-  - Works through the C(docker) command line, not the Docker Engine API, so the host needs neither the Python
-    Docker SDK nor access to the socket from Python.
+  - Why not M(community.docker.docker_container) with C(state=absent) (the collection depends on community.docker and
+    uses its modules for images) - the Engine API resolves a reference as a name or any id prefix, so a container
+    that is gone (C(cafe), an old short id) would take another whose id begins like it; this module matches full ids
+    and names only. It also removes a list in one task and confirms with a last listing, and works where only the
+    C(docker) CLI is usable (a rootless or remote context the CLI is configured for, no socket for Python).
   - Lists the containers with C(docker ps -a --no-trunc --format '{{json .}}') and matches each entry of
     O(containers) exactly - the full id, then the name. Unlike docker, an id prefix matches nothing, so that a name
     that is no longer there (C(cafe), an old short id) never takes another container whose id begins like it.
