@@ -279,9 +279,9 @@ def test_the_role_chooses_the_key_before_anything_changes_and_its_teardown_remov
     install and the units, so that a refusal changes nothing); the teardown removes the head's key (the controller's
     copy stays, as Ray's token's)."""
     tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
-    checks = [task for task in tasks[:2] if "ansible.builtin.assert" in task]
-    imports = [task.get("ansible.builtin.import_tasks") for task in tasks[len(checks) : len(checks) + 3]]
-    assert len(checks) == 2 and imports == ["memory_guard_check.yml", "api_key.yml", "install_venv.yml"], tasks[:5]
+    assert tasks[0].get("ansible.builtin.import_tasks") == "settings_check.yml" and "ansible.builtin.assert" in tasks[1], tasks[:2]
+    imports = [task.get("ansible.builtin.import_tasks") for task in tasks[2:5]]
+    assert imports == ["memory_guard_check.yml", "api_key.yml", "install_venv.yml"], tasks[:5]
     teardown = task_named(
         ROLE / "tasks" / "teardown.yml",
         "teardown | Remove the engine's environment, secrets, API key, gate, rank supervisor, their settings and the compile caches",
