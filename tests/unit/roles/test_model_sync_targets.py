@@ -1,0 +1,80 @@
+# Copyright (c) 2026 sparkops.inference developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The model_sync role's ``__model_sync_targets`` as Ansible templates it (roles/model_sync/vars/main.yml, through the
+sparkops.inference.model_sync_targets filter): a list of the fabric addresses of the workers that need the snapshot,
+which tasks/distribute.yml hands to snapshot_distribute, counts and joins as it is."""
+
+from __future__ import annotations
+
+import json
+import sys
+import typing as t
+from pathlib import Path
+
+import yaml
+from ansible_run import REPO, play
+
+HEAD_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+WORKERS = {
+    "spark-worker1": ("192.168.100.11", {"complete": True, "commit": HEAD_COMMIT}),
+    "spark-worker2": ("192.168.100.12", {"complete": False, "commit": None}),
+    "spark-worker3": ("192.168.100.13", {"complete": True, "commit": "f" * 40}),
+}
+# What distribute.yml does with the value: the module's targets, the `when` conditions, the check-mode message.
+PLAY = yaml.safe_dump(
+    [
+        {
+            "name": "model_sync targets",
+            "hosts": "all",
+            "gather_facts": False,
+            "vars_files": [str(REPO / "roles" / "model_sync" / "vars" / "main.yml")],
+            "tasks": [
+                {
+                    "name": "Write the targets as the head sees them",
+                    "ansible.builtin.copy": {
+                        "dest": "{{ out }}",
+                        "mode": "0644",
+                        "content": (
+                            "{{ {'targets': __model_sync_targets, 'type': __model_sync_targets | type_debug,"
+                            " 'any': __model_sync_targets | length > 0, 'joined': __model_sync_targets | join(', ')} | to_json }}"
+                        ),
+                    },
+                    "when": "__model_sync_is_head | bool",
+                }
+            ],
+        }
+    ],
+    sort_keys=False,
+)
+
+
+def targets_of(tmp_path: Path, workers: dict[str, tuple[str, dict[str, t.Any]]]) -> dict[str, t.Any]:
+    """Run the play over a head and ``workers`` (in that order in the group); what the head wrote."""
+    out = tmp_path / "targets.json"
+    inventory = {
+        "all": {
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "out": str(out)},
+            "children": {
+                "spark_head": {"hosts": {"spark-head": {"model_sync_head_check": {"complete": True, "commit": HEAD_COMMIT}}}},
+                "spark_workers": {"hosts": {name: {"model_sync_node_ip": ip, "model_sync_worker_check": check} for name, (ip, check) in workers.items()}},
+            },
+        }
+    }
+    proc = play(tmp_path, inventory, PLAY, {})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return t.cast(dict[str, t.Any], json.loads(out.read_text()))
+
+
+def test_the_workers_that_need_the_snapshot_are_a_list(tmp_path: Path) -> None:
+    """The workers come in __model_sync_workers' order, which is not the inventory's (ansible's intersect goes through a
+    set), so the addresses are compared sorted here; the filter's own tests check that it keeps the order it gets."""
+    found = targets_of(tmp_path, WORKERS)
+    assert sorted(found["targets"]) == ["192.168.100.12", "192.168.100.13"]
+    assert (found["type"], found["any"]) == ("list", True)
+    assert found["joined"] == ", ".join(found["targets"])
+
+
+def test_workers_up_to_date_give_an_empty_list(tmp_path: Path) -> None:
+    up_to_date = {name: (ip, {"complete": True, "commit": HEAD_COMMIT}) for name, (ip, _check) in WORKERS.items()}
+    assert targets_of(tmp_path, up_to_date) == {"targets": [], "type": "list", "any": False, "joined": ""}
