@@ -16,6 +16,7 @@ help:
 	@echo "make test        every check: lint, sanity, unit tests, build, Molecule scenarios; ends 'N passed, N failed'"
 	@echo "make setup       host packages, podman settings, .venv and .collections (idempotent; the others run it)"
 	@echo "make lab-up      start the spark lab and write inventories/lab/hosts.yml;  make lab-down  remove it"
+	@echo "make docs        each role README's variables table from its meta/argument_specs.yml (make test checks it)"
 	@echo "make lint | unit | sanity | molecule   one group of test stages"
 
 setup:
@@ -53,3 +54,9 @@ sanity: setup
 
 molecule: setup
 	@python tools/test_stages.py --only lab-prepare --only molecule-lab --only molecule-lab_miswired --only molecule-reclaim --only molecule-model --only molecule-serve --only molecule-engine-up --only molecule-engine
+
+# tools/role_docs.py: the variables table of each role's README.md, rendered from its meta/argument_specs.yml; the
+# role-docs stage of `make test` fails when one is out of date.
+.PHONY: docs
+docs: setup
+	@python tools/role_docs.py
