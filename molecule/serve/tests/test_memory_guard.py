@@ -88,7 +88,8 @@ def test_memory_really_taken_stops_vllm_and_once_released_it_serves_again(
     taken_at = time.monotonic()
     lines = journal(head, GUARD_ID, since)
     assert "stop: MemAvailable " in lines and f" MiB < {stop} MiB (vllm_serve_memory_guard_stop_available_mib)" in lines, lines
-    assert head.check_output(f"systemctl is-active {UNIT} || true") in ("inactive", "deactivating"), lines
+    # Stopped: inactive, or failed when the engine's exit on SIGTERM is not 0 (as while it was still loading).
+    assert head.check_output(f"systemctl is-active {UNIT} || true") in ("inactive", "deactivating", "failed"), lines
     assert not API.serves()
     assert head.check_output(f"systemctl is-active {GUARD}") == "active"
 
