@@ -9,7 +9,7 @@ export PY_COLORS := 0
 NODES ?= 2
 LAB := .venv/bin/python tests/lab/spark_lab.py
 
-.PHONY: help setup lab-image lab-up lab-down lab-status demo test lint unit sanity molecule
+.PHONY: help setup lab-image lab-up lab-down lab-status demo test lint unit sanity molecule bench
 
 help:
 	@echo "make demo        lab up ($(NODES) nodes; NODES=N to change), site.yml on inventories/lab, what runs where"
@@ -18,6 +18,8 @@ help:
 	@echo "make lab-up      start the spark lab and write inventories/lab/hosts.yml;  make lab-down  remove it"
 	@echo "make docs        each role README's variables table from its meta/argument_specs.yml (make test checks it)"
 	@echo "make lint | unit | sanity | molecule   one group of test stages"
+	@echo "make bench       every bench of bench/ (docs/benchmarks.md; over an hour, labs of its own); NO_LAB=1 only those"
+	@echo "                 needing no lab, BENCH='a b' only those, WRITE=1 each writes its section of docs/benchmarks.md"
 
 setup:
 	@bash tools/setup_host.sh
@@ -54,6 +56,11 @@ sanity: setup
 
 molecule: setup
 	@python tools/test_stages.py --only lab-prepare --only molecule-lab --only molecule-lab_miswired --only molecule-reclaim --only molecule-model --only molecule-serve --only molecule-engine-up --only molecule-engine
+
+# bench/run_all.py: each bench as docs/benchmarks.md runs it (those needing no lab first; serve_readiness's reboot part
+# on the demo lab, brought up and removed for it).
+bench: setup
+	@python bench/run_all.py $(if $(NO_LAB),--no-lab) $(if $(WRITE),--write) $(foreach b,$(BENCH),--only $(b))
 
 # tools/role_docs.py: the variables table of each role's README.md, rendered from its meta/argument_specs.yml; the
 # role-docs stage of `make test` fails when one is out of date.

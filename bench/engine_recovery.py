@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 from benchmarks_doc import publish  # noqa: E402
+from tool_env import tool_env  # noqa: E402
 
 SECTION = "## The real engine: start and recovery to serving (issue 12)"
 CASES = (
@@ -43,8 +43,7 @@ CASES = (
 def run_scenario(junit_dir: Path) -> Path:
     timings = junit_dir / "engine-recovery.json"
     timings.unlink(missing_ok=True)
-    env = {**os.environ, "SPARKOPS_JUNIT_DIR": str(junit_dir), "PATH": f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}"}
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(REPO / ".collections")
+    env = tool_env(SPARKOPS_JUNIT_DIR=str(junit_dir))
     subprocess.run(["molecule", "test", "-s", "engine"], cwd=REPO, env=env, check=True)
     return timings
 

@@ -31,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchmarks_doc import publish  # noqa: E402
+from tool_env import tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = [sys.executable, str(REPO / "tests" / "lab" / "spark_lab.py")]
@@ -43,7 +44,7 @@ KEY_DIR = "/etc/sparkops/model-sync"
 SSH = f"ssh -i {KEY_DIR}/id_ed25519 -o UserKnownHostsFile={KEY_DIR}/known_hosts -o StrictHostKeyChecking=accept-new -o BatchMode=yes"
 FABRIC_IFNAME = "enp1s0f1np1"
 SECTION = "## Model distribution over a shaped fabric (issue 5)"
-ENV = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), "ANSIBLE_FORCE_COLOR": "0"}
+ENV = tool_env(ANSIBLE_FORCE_COLOR="0")
 
 
 def sh(argv: list[str], check: bool = True) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -22,6 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from tool_env import tool_env  # noqa: E402
+
 LAB = [sys.executable, str(REPO / "tests" / "lab" / "spark_lab.py")]
 HEAD, HEAD_IP = "spark-head", "192.168.200.11"
 ALIVE = (
@@ -84,12 +86,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections")}
+    env = tool_env()
     parallel: dict[int, list[float]] = {}
     serial: dict[int, list[float]] = {}
     try:
         for n in args.sizes:
-            sh([*LAB, "up", "--nodes", str(n)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            sh([*LAB, "up", "--nodes", str(n)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
             sh(["ansible-playbook", "site.yml", "-i", "inventories/lab"], stdout=subprocess.DEVNULL, env=env)
             parallel[n], serial[n] = [], []
             for _round in range(args.rounds):  # interleaved, so drift hits both alike

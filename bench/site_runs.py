@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
 import subprocess
@@ -24,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchmarks_doc import publish  # noqa: E402
+from tool_env import tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = [sys.executable, str(REPO / "tests" / "lab" / "spark_lab.py")]
@@ -40,7 +40,7 @@ KINDS: dict[str, tuple[list[str], dict[str, str]]] = {
 
 def site(*args: str, environment: dict[str, str] | None = None) -> tuple[float, dict[str, int]]:
     """Seconds of one site.yml run and the changed count per host (the run must succeed)."""
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"), "ANSIBLE_FORCE_COLOR": "0", **(environment or {})}
+    env = tool_env(ANSIBLE_FORCE_COLOR="0", **(environment or {}))
     began = time.monotonic()
     proc = subprocess.run(["ansible-playbook", "site.yml", "-i", "inventories/lab", *args], cwd=REPO, env=env, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - began
@@ -60,8 +60,8 @@ def main(argv: list[str]) -> int:
     runs: dict[str, list[float]] = {kind: [] for kind in KINDS}
     changed: dict[str, list[int]] = {kind: [] for kind in KINDS}
     try:
-        subprocess.run([*LAB, "down"], check=True, cwd=REPO, stdout=subprocess.DEVNULL)  # fresh nodes for the baseline
-        subprocess.run([*LAB, "up", "--nodes", str(args.nodes)], check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+        subprocess.run([*LAB, "down"], check=True, cwd=REPO, stdout=subprocess.DEVNULL, env=tool_env())  # fresh nodes for the baseline
+        subprocess.run([*LAB, "up", "--nodes", str(args.nodes)], check=True, cwd=REPO, stdout=subprocess.DEVNULL, env=tool_env())
         first = site()[0]
         print(f"first run: {first:.1f}s", flush=True)
         for _round in range(args.rounds):

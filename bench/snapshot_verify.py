@@ -463,6 +463,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--write", action="store_true", help=f"replace the section {HEADING!r} of docs/benchmarks.md")
     args = parser.parse_args(argv)
+    if args.big_size < Fp8Layout().min_bytes():  # refused before the 1 GB model is built, not after
+        parser.error(f"--big-size {args.big_size} is below the FP8 layout's smallest snapshot ({Fp8Layout().min_bytes()} bytes)")
     began = time.monotonic()
     workers = min(8, os.cpu_count() or 1)  # the module's default hash_workers
     runs: dict[str, t.Any] = {"cold": {}, "warm": {}}
