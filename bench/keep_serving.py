@@ -1,0 +1,98 @@
+"""Keeping it serving (issue 16): a wedged engine and memory released back to serving, as ratios to a restart (one run).
+
+The Molecule scenario `serve` (the lab's engine stand-in, Ray mode, TP=2) records, in one run on the same lab, as
+JUnit properties of its tests, the seconds from the event to the first completion the head's API answers:
+
+* the baseline: the vLLM unit restarted by hand (``systemctl restart``), counted once its new invocation runs
+  (``restart_to_serving_s``, tests/test_memory_guard.py);
+* the engine wedged (SIGSTOP: alive, nothing answers) until the liveness probe restarts it (``wedged_to_serving_s``,
+  tests/test_liveness.py);
+* 4 GiB taken on the head until the memory guard stopped vLLM, then released until the guard starts it
+  (``released_to_serving_s``; ``held_s`` is how long it stayed stopped, tests/test_memory_guard.py).
+
+Each figure is also given as a ratio to the restart, since absolute times on these machines are noise.
+
+    .venv/bin/python bench/keep_serving.py [--junit tests/output/ci/molecule-serve.xml] [--write]
+
+Without ``--junit`` it runs ``molecule test -s serve`` first (about 20 minutes) and reads what it wrote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import subprocess
+import sys
+import xml.etree.ElementTree as ET  # noqa: S405 - our own test run's JUnit file
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from benchmarks_doc import publish  # noqa: E402
+from tool_env import tool_env  # noqa: E402
+
+SECTION = "## Keep it serving: liveness and the memory guard (issue 16)"
+BASELINE = "restart_to_serving_s"
+CASES = (
+    (BASELINE, "the vLLM unit restarted by hand (baseline; from the restart, once its new invocation runs)"),
+    ("wedged_to_serving_s", "engine wedged (SIGSTOP) → the liveness probe (every 2 s, 2 failures) restarts the unit"),
+    ("released_to_serving_s", "4 GiB released on the head → the memory guard (1 s readings, 2 s hold) starts vLLM"),
+)
+
+
+def properties(junit: Path) -> dict[str, float]:
+    """Every numeric ``<property>`` of the JUnit file's test cases, by name (a later one wins)."""
+    found: dict[str, float] = {}
+    for prop in ET.parse(junit).getroot().iter("property"):  # noqa: S314 - our own test run's JUnit file
+        try:
+            found[prop.get("name", "")] = float(prop.get("value", ""))
+        except ValueError:
+            continue
+    return found
+
+
+def run_scenario(junit_dir: Path) -> Path:
+    junit = junit_dir / "molecule-serve.xml"
+    junit.unlink(missing_ok=True)
+    subprocess.run(["molecule", "test", "-s", "serve"], cwd=REPO, env=tool_env(SPARKOPS_JUNIT_DIR=str(junit_dir)), check=True)
+    return junit
+
+
+def render(timings: dict[str, float]) -> str:
+    base = timings[BASELINE]
+    rows = [f"| {label} | {timings[key]:.1f} | {timings[key] / base:.2f} |" for key, label in CASES if key in timings]
+    held = f" vLLM stayed stopped {timings['held_s']:.1f} s while the memory was held." if "held_s" in timings else ""
+    return "\n".join(
+        [
+            SECTION,
+            "",
+            f"Measured {datetime.date.today().isoformat()} by `bench/keep_serving.py` from one `molecule test -s serve` run (the",
+            "lab's engine stand-in, Ray mode, TP=2 across head and worker; 2-core host). Each time runs from the event to",
+            "the first completion the head's API answers, with no Ansible run; ratio: to the restart by hand in the same run." + held,
+            "",
+            "| event | seconds to serving | ratio to a restart |",
+            "| --- | ---: | ---: |",
+            *rows,
+            "",
+            "The wedge figure is mostly detection (two failed probes of 3 s timeouts, 2 s apart) plus the restart; the",
+            "release figure is the guard's hold (2 s) plus the restart.",
+            "",
+        ]
+    )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--junit", type=Path, help="the serve scenario's JUnit file (default: run the scenario first)")
+    parser.add_argument("--write", action="store_true", help="write the section into docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    path = args.junit or run_scenario(REPO / "tests" / "output" / "bench")
+    timings = properties(path)
+    if BASELINE not in timings:
+        parser.error(f"{path} has no {BASELINE} (the baseline)")
+    publish(SECTION, render(timings), args.write)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
