@@ -115,6 +115,29 @@ def write_changed(files: Plan, json_path: str, markdown_path: str, dest_dir: str
     return [path for path, _data in writes]
 
 
+def write_report(module: t.Any, document: dict[str, t.Any], plan_report: t.Callable[[dict[str, t.Any], str, str], Plan]) -> tuple[Plan, dict[str, t.Any]]:
+    """Plan and (outside check mode) write a report module's ``<dest_dir>/<basename>.json`` and ``.md``.
+
+    ``module`` is the AnsibleModule (options ``dest_dir`` and ``basename``); ``plan_report`` is the report's plan
+    (its Markdown renderer bound). Fails the module when the old report cannot be read or the new one cannot be
+    written; returns the plan and the module result (:func:`module_result`).
+    """
+    dest = module.params["dest_dir"]
+    json_path = os.path.join(dest, f"{module.params['basename']}.json")
+    markdown_path = os.path.join(dest, f"{module.params['basename']}.md")
+    try:
+        files = plan_report(document, json_path, markdown_path)
+    except OSError as exc:
+        module.fail_json(msg=f"cannot read the old report in {dest}: {exc.strerror or exc}", json_path=json_path, markdown_path=markdown_path)
+    written = changed_paths(files, json_path, markdown_path)
+    if written and not module.check_mode:
+        try:
+            written = write_changed(files, json_path, markdown_path, dest)
+        except OSError as exc:
+            module.fail_json(msg=f"cannot write the report in {dest}: {exc.strerror or exc}", json_path=json_path, markdown_path=markdown_path)
+    return files, module_result(files, json_path, markdown_path, written, module.check_mode, module._diff)
+
+
 def module_result(files: Plan, json_path: str, markdown_path: str, written: list[str], check_mode: bool, diff: bool) -> dict[str, t.Any]:
     """The module result of a report: changed, both paths, the paths (that would be) written, generated_at, msg, diff."""
     verb = "would write" if check_mode else "wrote"

@@ -127,11 +127,9 @@ msg:
   sample: wrote /home/me/sparkops/reports/recon.json, /home/me/sparkops/reports/recon.md
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkops.inference.plugins.module_utils._benchmark_report import write_atomic
 from ansible_collections.sparkops.inference.plugins.module_utils._recon_report import ReconReportError, build_document, check_basename, plan
+from ansible_collections.sparkops.inference.plugins.module_utils._report_files import write_report
 
 
 def main() -> None:
@@ -151,42 +149,7 @@ def main() -> None:
         document = build_document(p["nodes"], p["drift"], p["fit"])
     except ReconReportError as exc:
         module.fail_json(msg=str(exc))
-    dest = p["dest_dir"]
-    json_path = os.path.join(dest, f"{p['basename']}.json")
-    markdown_path = os.path.join(dest, f"{p['basename']}.md")
-    try:
-        files = plan(document, json_path, markdown_path)
-    except OSError as exc:
-        module.fail_json(msg=f"cannot read the old report in {dest}: {exc.strerror or exc}", json_path=json_path, markdown_path=markdown_path)
-    writes = [
-        (path, data)
-        for path, data, changed in ((json_path, files.json_bytes, files.json_changed), (markdown_path, files.markdown_bytes, files.markdown_changed))
-        if changed
-    ]
-    if writes and not module.check_mode:
-        try:
-            os.makedirs(dest, exist_ok=True)
-            for path, data in writes:
-                write_atomic(path, data)
-        except OSError as exc:
-            module.fail_json(msg=f"cannot write the report in {dest}: {exc.strerror or exc}", json_path=json_path, markdown_path=markdown_path)
-    changed_files = [path for path, _data in writes]
-    verb = "would write" if module.check_mode else "wrote"
-    result = {
-        "changed": bool(writes),
-        "json_path": json_path,
-        "markdown_path": markdown_path,
-        "changed_files": changed_files,
-        "generated_at": files.document["generated_at"],
-        "msg": f"{verb} {', '.join(changed_files)}" if changed_files else f"{json_path} and {markdown_path} are up to date",
-    }
-    if module._diff:
-        result["diff"] = {
-            "before_header": markdown_path,
-            "after_header": markdown_path,
-            "before": files.markdown_before,
-            "after": files.markdown_bytes.decode("utf-8"),
-        }
+    result = write_report(module, document, plan)[1]
     module.exit_json(**result)
 
 

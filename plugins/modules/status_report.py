@@ -173,10 +173,8 @@ msg:
   sample: wrote /home/me/sparkops/reports/status.json, /home/me/sparkops/reports/status.md
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.sparkops.inference.plugins.module_utils._report_files import changed_paths, module_result, write_changed
+from ansible_collections.sparkops.inference.plugins.module_utils._report_files import write_report
 from ansible_collections.sparkops.inference.plugins.module_utils._status_report import (
     StatusReportError,
     build_document,
@@ -205,20 +203,7 @@ def main() -> None:
         document = build_document(p["nodes"], p["ray"], p["endpoint"], p["model"], liveness=p["liveness"])
     except StatusReportError as exc:
         module.fail_json(msg=str(exc))
-    dest = p["dest_dir"]
-    json_path = os.path.join(dest, f"{p['basename']}.json")
-    markdown_path = os.path.join(dest, f"{p['basename']}.md")
-    try:
-        files = plan(document, json_path, markdown_path)
-    except OSError as exc:
-        module.fail_json(msg=f"cannot read the old report in {dest}: {exc.strerror or exc}", json_path=json_path, markdown_path=markdown_path)
-    written = changed_paths(files, json_path, markdown_path)
-    if written and not module.check_mode:
-        try:
-            written = write_changed(files, json_path, markdown_path, dest)
-        except OSError as exc:
-            module.fail_json(msg=f"cannot write the report in {dest}: {exc.strerror or exc}", json_path=json_path, markdown_path=markdown_path)
-    result = module_result(files, json_path, markdown_path, written, module.check_mode, module._diff)
+    files, result = write_report(module, document, plan)
     result["summary"] = [line.removeprefix("- ").replace("**", "").replace("`", "") for line in headline(files.document)]
     module.exit_json(**result)
 
