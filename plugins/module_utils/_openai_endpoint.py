@@ -172,6 +172,17 @@ def describe_failure(exc: BaseException, timeout: float) -> HttpResponse:
     return HttpResponse(failure=FAIL_UNREACHABLE, detail=_reason_text(reason)[:BODY_EXCERPT])
 
 
+def error_response(exc: urllib.error.HTTPError) -> HttpResponse:
+    """An HTTP error status as an :class:`HttpResponse`, with the body when it can be read; the error is closed."""
+    try:
+        body = exc.read() or b""
+    except Exception:  # the body is only for the message; the status is what counts
+        body = b""
+    finally:
+        exc.close()
+    return HttpResponse(status=int(exc.code), body=body)
+
+
 def ansible_opener(validate_certs: bool = True, use_proxy: bool = False) -> Opener:
     """The real HTTP client: ``ansible.module_utils.urls.Request``, every failure turned into an :class:`HttpResponse`.
 
@@ -198,13 +209,7 @@ def ansible_opener(validate_certs: bool = True, use_proxy: bool = False) -> Open
             finally:
                 response.close()
         except urllib.error.HTTPError as exc:
-            try:
-                body = exc.read() or b""
-            except Exception:  # the body is only for the message; the status is what counts
-                body = b""
-            finally:
-                exc.close()
-            return HttpResponse(status=int(exc.code), body=body)
+            return error_response(exc)
         except (urllib.error.URLError, UrlsConnectionError, http.client.HTTPException, OSError) as exc:
             return describe_failure(exc, request.timeout)
 
@@ -231,13 +236,7 @@ def stdlib_opener() -> Opener:
             with client.open(prepared, timeout=request.timeout) as response:
                 return HttpResponse(status=int(response.status), body=response.read())
         except urllib.error.HTTPError as exc:
-            try:
-                body = exc.read() or b""
-            except Exception:  # the body is only for the message; the status is what counts
-                body = b""
-            finally:
-                exc.close()
-            return HttpResponse(status=int(exc.code), body=body)
+            return error_response(exc)
         except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
             return describe_failure(exc, request.timeout)
 
