@@ -451,7 +451,7 @@ def _parse_index(path: str) -> tuple[dict[str, str], t.Any]:
     return weight_map, metadata.get("total_size") if isinstance(metadata, dict) else None
 
 
-def _byte_count(value: t.Any) -> int | None:
+def byte_count(value: t.Any) -> int | None:
     """``value`` as a byte count, or None when it is not one (a bool, a string, a negative, fractional or infinite
     number, or one past 64 bits, which no file reaches)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value > MAX_U64:
@@ -483,7 +483,7 @@ def _total_size_warning(report: SnapshotReport, total: t.Any, shards: int) -> st
     """
     if total is None:
         return None
-    report.index_total_size = _byte_count(total)
+    report.index_total_size = byte_count(total)
     if report.index_total_size is None:
         return f"{INDEX_FILE}: metadata.total_size is {bounded_repr(total)}, not a byte count; no loader reads it, so the snapshot still loads"
     if report.tensor_bytes is None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import math
 import os
 import re
 import socket
@@ -55,6 +54,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot im
     SINGLE_FILE,
     JsonDepthError,
     SnapshotError,
+    byte_count,
     check_snapshot,
     load_json,
     read_json_file,
@@ -63,7 +63,6 @@ from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot im
 )
 from ansible_collections.sparkops.inference.plugins.module_utils._safetensors_header import (
     MAX_HEADER_LEN,
-    MAX_U64,
     SafetensorsHeaderError,
     bounded_repr,
     parse_header,
@@ -155,16 +154,6 @@ class ModelMetadata:
             "present_bytes": self.present_bytes,
             "architecture": self.architecture,
         }
-
-
-def _byte_count(value: t.Any) -> int | None:
-    """``value`` as a byte count, or None when it is not one (a bool, a string, a negative, fractional or infinite
-    number, or one past 64 bits, which no file reaches)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value > MAX_U64:
-        return None
-    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
-        return None
-    return int(value)
 
 
 def weight_files(paths: t.Iterable[str]) -> list[str]:
@@ -395,7 +384,7 @@ class HubClient:
             for entry in page:
                 if not isinstance(entry, dict) or entry.get("type") != "file":
                     continue
-                path, size = entry.get("path"), _byte_count(entry.get("size"))
+                path, size = entry.get("path"), byte_count(entry.get("size"))
                 if not isinstance(path, str) or size is None:
                     raise self.fail(f"{what}: an entry without a path or size: {json.dumps(entry)[:EXCERPT]}")
                 lfs = entry.get("lfs")
@@ -442,7 +431,7 @@ def _weight_bytes(client: HubClient, commit: str, files: dict[str, RepoFile], wa
             raise client.fail(f"{INDEX_FILE} is not a JSON object")
         metadata = index.get("metadata")
         written = metadata.get("total_size") if isinstance(metadata, dict) else None
-        total = _byte_count(written)
+        total = byte_count(written)
         if total is not None:
             return total
         weight_map = index.get("weight_map")
