@@ -15,10 +15,11 @@ Note that this module util is **PRIVATE** to the collection. It can have breakin
 from __future__ import annotations
 
 import typing as t
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.sparkops.inference.plugins.module_utils._role_argv import argument_list, argument_text, check_names
 
 PREFIX = "ray_cluster_"
 ROLES = ("head", "worker")
@@ -29,20 +30,6 @@ VARIABLES = (*WORDS, "num_cpus", "dashboard", "extra_args")
 
 class RayStartArgvError(ValueError):
     """A value that cannot be an argument of ``ray start``; the message names its variable and shows the value."""
-
-
-def argument_text(value: t.Any, name: str) -> str:
-    """``value`` as an argument's text: a string as it is, a number as its text; anything else is refused, naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise RayStartArgvError(f"{name} must be a string or a number, got {value!r}")
-    return str(value)
-
-
-def argument_list(value: t.Any, name: str) -> tuple[str, ...]:
-    """``value`` (a list of strings or numbers) as arguments, in order; anything else is refused, naming ``name``."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise RayStartArgvError(f"{name} must be a list of arguments, got {value!r}")
-    return tuple(argument_text(item, f"{name}[{index}]") for index, item in enumerate(value))
 
 
 def switch(value: t.Any, name: str) -> bool:
@@ -83,23 +70,17 @@ class RayStartInputs:
         """The inputs from the role's variables (``ray_cluster_port``, ... by name, as :data:`VARIABLES` lists them
         without their prefix), the node's role and Ray's temp dir. Raises :class:`RayStartArgvError` naming the
         variable that is missing, unknown or cannot be an argument."""
-        if not isinstance(variables, Mapping):
-            raise RayStartArgvError(f"the role's variables must be a dict of ray_cluster_* names to values, got {variables!r}")
-        unknown = sorted(str(key) for key in variables if not str(key).startswith(PREFIX) or str(key)[len(PREFIX) :] not in VARIABLES)
-        missing = [PREFIX + field for field in VARIABLES if PREFIX + field not in variables]
-        if unknown or missing:
-            said = ([f"unknown variable(s) {', '.join(unknown)}"] if unknown else []) + ([f"missing {', '.join(missing)}"] if missing else [])
-            raise RayStartArgvError(f"{'; '.join(said)} (the variables are {', '.join(PREFIX + field for field in VARIABLES)})")
+        check_names(variables, PREFIX, VARIABLES, RayStartArgvError)
         if role not in ROLES:
             raise RayStartArgvError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         num_cpus = variables[PREFIX + "num_cpus"]
         return cls(
             role=str(role),
-            temp_dir=argument_text(temp_dir, "temp_dir (Ray's temp dir in ray_cluster_temp_dir)"),
-            **{field: argument_text(variables[PREFIX + field], PREFIX + field) for field in WORDS},
-            num_cpus=None if num_cpus is None else argument_text(num_cpus, PREFIX + "num_cpus"),
+            temp_dir=argument_text(temp_dir, "temp_dir (Ray's temp dir in ray_cluster_temp_dir)", RayStartArgvError),
+            **{field: argument_text(variables[PREFIX + field], PREFIX + field, RayStartArgvError) for field in WORDS},
+            num_cpus=None if num_cpus is None else argument_text(num_cpus, PREFIX + "num_cpus", RayStartArgvError),
             dashboard=switch(variables[PREFIX + "dashboard"], PREFIX + "dashboard"),
-            extra_args=argument_list(variables[PREFIX + "extra_args"], PREFIX + "extra_args"),
+            extra_args=argument_list(variables[PREFIX + "extra_args"], PREFIX + "extra_args", RayStartArgvError),
         )
 
 

@@ -16,8 +16,10 @@ Note that this module util is **PRIVATE** to the collection. It can have breakin
 from __future__ import annotations
 
 import typing as t
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from ansible_collections.sparkops.inference.plugins.module_utils._role_argv import argument_list, argument_text, check_names
 
 PREFIX = "vllm_serve_"
 BACKENDS = ("ray", "mp")
@@ -42,20 +44,6 @@ VARIABLES = (*WORDS, "max_model_len", "backend", "extra_args")
 
 class VllmServeArgvError(ValueError):
     """A value that cannot be an argument of ``vllm serve``; the message names its variable and shows the value."""
-
-
-def argument_text(value: t.Any, name: str) -> str:
-    """``value`` as one argument: a string as it is, a number as its text; anything else is refused, naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise VllmServeArgvError(f"{name} must be a string or a number, got {value!r}")
-    return str(value)
-
-
-def argument_list(value: t.Any, name: str) -> tuple[str, ...]:
-    """``value`` (a list of strings or numbers) as arguments, in order; anything else is refused, naming ``name``."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise VllmServeArgvError(f"{name} must be a list of arguments, got {value!r}")
-    return tuple(argument_text(item, f"{name}[{index}]") for index, item in enumerate(value))
 
 
 def _count(value: t.Any, name: str, minimum: int) -> int:
@@ -94,14 +82,8 @@ class VllmServeInputs:
         without their prefix), the node count and this node's rank (-1 on a node outside the group, refused in mp
         mode). Raises :class:`VllmServeArgvError` naming the variable that is missing, unknown or cannot be an
         argument."""
-        if not isinstance(variables, Mapping):
-            raise VllmServeArgvError(f"the role's variables must be a dict of vllm_serve_* names to values, got {variables!r}")
-        unknown = sorted(str(key) for key in variables if not str(key).startswith(PREFIX) or str(key)[len(PREFIX) :] not in VARIABLES)
-        missing = [PREFIX + field for field in VARIABLES if PREFIX + field not in variables]
-        if unknown or missing:
-            said = ([f"unknown variable(s) {', '.join(unknown)}"] if unknown else []) + ([f"missing {', '.join(missing)}"] if missing else [])
-            raise VllmServeArgvError(f"{'; '.join(said)} (the variables are {', '.join(PREFIX + field for field in VARIABLES)})")
-        words = {field: argument_text(variables[PREFIX + field], PREFIX + field) for field in WORDS}
+        check_names(variables, PREFIX, VARIABLES, VllmServeArgvError)
+        words = {field: argument_text(variables[PREFIX + field], PREFIX + field, VllmServeArgvError) for field in WORDS}
         backend = variables[PREFIX + "backend"]
         if backend not in BACKENDS:
             raise VllmServeArgvError(f"{PREFIX}backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -115,9 +97,9 @@ class VllmServeInputs:
             )
         return cls(
             **words,
-            max_model_len=None if max_model_len is None else argument_text(max_model_len, PREFIX + "max_model_len"),
+            max_model_len=None if max_model_len is None else argument_text(max_model_len, PREFIX + "max_model_len", VllmServeArgvError),
             backend=str(backend),
-            extra_args=argument_list(variables[PREFIX + "extra_args"], PREFIX + "extra_args"),
+            extra_args=argument_list(variables[PREFIX + "extra_args"], PREFIX + "extra_args", VllmServeArgvError),
             nnodes=nodes,
             node_rank=rank,
         )
