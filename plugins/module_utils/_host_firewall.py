@@ -51,6 +51,14 @@ class HostFirewallError(ValueError):
 Network = t.Union[ipaddress.IPv4Network, ipaddress.IPv6Network]  # noqa: UP007 - a runtime alias, for Python 3.8 targets
 
 
+def _address_set(name: str, version: int, elements: list[str], interval: bool = True) -> list[str]:
+    """The lines of the nft set ``name`` of IPv``version`` ``elements`` (networks when ``interval``); none when empty."""
+    if not elements:
+        return []
+    flags = ["\t\tflags interval"] if interval else []
+    return [f"\tset {name} {{", f"\t\ttype ipv{version}_addr", *flags, f"\t\telements = {{ {', '.join(elements)} }}", "\t}"]
+
+
 @dataclass(frozen=True)
 class Ruleset:
     """What the firewall admits; :meth:`render` writes it as an nft file."""
@@ -68,26 +76,10 @@ class Ruleset:
         lines = [f"# {line}" for line in header]
         lines += [f"table inet {self.table}", f"delete table inet {self.table}", f"table inet {self.table} {{"]
         for version in (4, 6):
-            nodes = [net for _host, net in self.nodes if net.version == version]
-            if nodes:
-                lines.append(f"\tset nodes_v{version} {{")
-                lines.append(f"\t\ttype ipv{version}_addr")
-                lines.append(f"\t\telements = {{ {', '.join(str(n.network_address) for n in nodes)} }}")
-                lines.append("\t}")
-            clients = [net for net in self.client_networks if net.version == version]
-            if clients:
-                lines.append(f"\tset clients_v{version} {{")
-                lines.append(f"\t\ttype ipv{version}_addr")
-                lines.append("\t\tflags interval")
-                lines.append(f"\t\telements = {{ {', '.join(str(n) for n in clients)} }}")
-                lines.append("\t}")
-            scrapers = [net for net in self.metrics_networks if net.version == version]
-            if scrapers:
-                lines.append(f"\tset metrics_v{version} {{")
-                lines.append(f"\t\ttype ipv{version}_addr")
-                lines.append("\t\tflags interval")
-                lines.append(f"\t\telements = {{ {', '.join(str(n) for n in scrapers)} }}")
-                lines.append("\t}")
+            nodes = [str(net.network_address) for _host, net in self.nodes if net.version == version]
+            lines += _address_set(f"nodes_v{version}", version, nodes, interval=False)
+            lines += _address_set(f"clients_v{version}", version, [str(net) for net in self.client_networks if net.version == version])
+            lines += _address_set(f"metrics_v{version}", version, [str(net) for net in self.metrics_networks if net.version == version])
         lines += [
             "\tchain input {",
             "\t\ttype filter hook input priority filter; policy accept;",
