@@ -36,7 +36,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._nvidia_smi imp
     parse_gpus,
     query_args,
 )
-from ansible_collections.sparkops.inference.plugins.module_utils._roce import RoceError, addresses_from_gids, parse_ip_addr_json, roce_info
+from ansible_collections.sparkops.inference.plugins.module_utils._roce import RoceError, addresses_from_gids, addresses_from_ip, roce_info
 from ansible_collections.sparkops.inference.plugins.module_utils._version_drift import COMPONENTS
 
 # Runs an argv and returns (rc, stdout, stderr).
@@ -49,7 +49,6 @@ DEFAULT_UNIT_PATTERNS = ("vllm", "ray", "sglang", "trtllm", "tensorrt", "triton"
 NCCL_DISTS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12")
 SYSTEMCTL_ENABLED = ("list-unit-files", "--state=enabled", "--no-legend", "--plain")
 SYSTEMCTL_ACTIVE = ("list-units", "--state=active", "--no-legend", "--plain")
-IP_ADDR = ("-j", "-4", "addr", "show")
 OS_RELEASE_KEYS = ("id", "version_id", "pretty_name")
 
 _CUDA_VERSION = re.compile(r"CUDA Version\s*:\s*([0-9]+(?:\.[0-9]+)*)")
@@ -214,17 +213,13 @@ def gpu_info(
 
 def ip_addresses(run: Runner, ip: str | None, sys_root: Path, notes: list[str]) -> dict[str, list[str]]:
     """Each netdev's IPv4 addresses: from ``ip -j -4 addr show``, else (with a note) from the RoCE v2 GIDs in sysfs."""
-    if ip is not None:
-        rc, out, err = run([ip, *IP_ADDR])
-        if rc == 0:
-            try:
-                return parse_ip_addr_json(out)
-            except RoceError as exc:
-                err = str(exc)
-        notes.append(f"fabric: ip -j -4 addr show failed (rc {rc}: {_oneline(err)}); IPv4 addresses taken from the RoCE v2 GIDs in sysfs")
-    else:
+    if ip is None:
         notes.append("fabric: ip not found; IPv4 addresses taken from the RoCE v2 GIDs in sysfs")
-    return addresses_from_gids(sys_root)
+        return addresses_from_gids(sys_root)
+    addresses, failed = addresses_from_ip(run, ip, sys_root)
+    if failed is not None:
+        notes.append(f"fabric: ip -j -4 addr show failed (rc {failed[0]}: {_oneline(failed[1])}); IPv4 addresses taken from the RoCE v2 GIDs in sysfs")
+    return addresses
 
 
 def _speed_mbps(sys_root: Path, interface: str) -> int | None:

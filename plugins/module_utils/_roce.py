@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROCE_V2 = "RoCE v2"
+IP_ADDR = ("-j", "-4", "addr", "show")  # ip's arguments that list the IPv4 addresses as JSON
 TRANSPORT_IB = "ib"
 TRANSPORT_SOCKET = "socket"
 
@@ -438,3 +439,16 @@ def addresses_from_gids(sysfs_root: Path) -> dict[str, list[str]]:
                 if gid.type == ROCE_V2 and gid.ndev and gid.ipv4 is not None and gid.ipv4 not in addresses.setdefault(gid.ndev, []):
                     addresses[gid.ndev].append(gid.ipv4)
     return {name: addrs for name, addrs in sorted(addresses.items()) if addrs}
+
+
+def addresses_from_ip(run: t.Callable[[list[str]], tuple[int, str, str]], ip: str, sysfs_root: Path) -> tuple[dict[str, list[str]], tuple[int, str] | None]:
+    """Map each netdev to its IPv4 addresses from ``ip -j -4 addr show`` (``ip`` the command's path, run by ``run``),
+    else from the RoCE v2 GIDs; with, when ip's answer was not used, its rc and stderr (or why its output could not
+    be read)."""
+    rc, out, err = run([ip, *IP_ADDR])
+    if rc == 0:
+        try:
+            return parse_ip_addr_json(out), None
+        except RoceError as exc:
+            err = str(exc)
+    return addresses_from_gids(sysfs_root), (rc, err)

@@ -213,7 +213,7 @@ transport:
 from pathlib import Path  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible_collections.sparkops.inference.plugins.module_utils._roce import RoceError, addresses_from_gids, parse_ip_addr_json, roce_info  # noqa: E402
+from ansible_collections.sparkops.inference.plugins.module_utils._roce import RoceError, addresses_from_gids, addresses_from_ip, roce_info  # noqa: E402
 
 
 def _addresses(module: AnsibleModule, sysfs_root: Path) -> dict[str, list[str]]:
@@ -221,14 +221,10 @@ def _addresses(module: AnsibleModule, sysfs_root: Path) -> dict[str, list[str]]:
     ip = module.get_bin_path("ip")
     if ip is None:
         return addresses_from_gids(sysfs_root)
-    rc, out, err = module.run_command([ip, "-j", "-4", "addr", "show"])
-    if rc == 0:
-        try:
-            return parse_ip_addr_json(out)
-        except RoceError as exc:
-            err = str(exc)
-    module.warn(f"ip -j -4 addr show failed (rc {rc}: {err.strip()}); IPv4 addresses taken from the RoCE v2 GIDs in sysfs")
-    return addresses_from_gids(sysfs_root)
+    addresses, failed = addresses_from_ip(module.run_command, ip, sysfs_root)
+    if failed is not None:
+        module.warn(f"ip -j -4 addr show failed (rc {failed[0]}: {failed[1].strip()}); IPv4 addresses taken from the RoCE v2 GIDs in sysfs")
+    return addresses
 
 
 def main() -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._docker_cli import PS_ARGS, Container
 from ansible_collections.sparkops.inference.plugins.module_utils._node_recon import (
-    IP_ADDR,
     MIB,
     SYSTEMCTL_ACTIVE,
     SYSTEMCTL_ENABLED,
@@ -45,6 +44,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._node_recon imp
     versions,
 )
 from ansible_collections.sparkops.inference.plugins.module_utils._nvidia_smi import query_args
+from ansible_collections.sparkops.inference.plugins.module_utils._roce import IP_ADDR
 from ansible_collections.sparkops.inference.plugins.module_utils._version_drift import COMPONENTS
 from proc_tree import GB10_PROCS, JUPYTER_ID, fixture_text, make_proc
 from sysfs_tree import materialise as make_sysfs

@@ -15,8 +15,9 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.module_utils._docker_cli import PS_ARGS
-from ansible_collections.sparkops.inference.plugins.module_utils._node_recon import IP_ADDR, SYSTEMCTL_ACTIVE, SYSTEMCTL_ENABLED
+from ansible_collections.sparkops.inference.plugins.module_utils._node_recon import SYSTEMCTL_ACTIVE, SYSTEMCTL_ENABLED
 from ansible_collections.sparkops.inference.plugins.module_utils._nvidia_smi import query_args
+from ansible_collections.sparkops.inference.plugins.module_utils._roce import IP_ADDR
 from ansible_collections.sparkops.inference.plugins.module_utils._version_drift import COMPONENTS
 from ansible_collections.sparkops.inference.plugins.modules import node_recon
 from proc_tree import GB10_PROCS, JUPYTER_ID, fixture_text, make_proc
