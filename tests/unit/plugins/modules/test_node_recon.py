@@ -20,6 +20,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._nvidia_smi imp
 from ansible_collections.sparkops.inference.plugins.module_utils._roce import IP_ADDR
 from ansible_collections.sparkops.inference.plugins.module_utils._version_drift import COMPONENTS
 from ansible_collections.sparkops.inference.plugins.modules import node_recon
+from module_main import run_main
 from proc_tree import GB10_PROCS, JUPYTER_ID, fixture_text, make_proc
 from sysfs_tree import materialise as make_sysfs
 
@@ -54,15 +55,7 @@ def run_module(args: dict[str, t.Any], capsys: pytest.CaptureFixture[str], bins:
             raise AssertionError(f"unexpected command {argv}")
         return ANSWERS[key]
 
-    runner = MagicMock(side_effect=run_command)
-    with (
-        patch_module_args(args),
-        patch.object(AnsibleModule, "get_bin_path", MagicMock(side_effect=lambda name, *_a, **_k: found.get(name))),
-        patch.object(AnsibleModule, "run_command", runner),
-        pytest.raises(SystemExit),
-    ):
-        node_recon.main()
-    return Run(json.loads(capsys.readouterr().out), runner)
+    return Run(*run_main(node_recon.main, args, capsys, found, run_command))
 
 
 @pytest.fixture

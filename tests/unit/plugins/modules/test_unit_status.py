@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import typing as t
-from unittest.mock import MagicMock, patch
+from unittest.mock import MagicMock
 
 import pytest
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.module_utils._unit_status import LIST_UNIT_FILES, LIST_UNITS
 from ansible_collections.sparkops.inference.plugins.modules import unit_status
+from module_main import run_main
 
 SYSTEMCTL = "/usr/bin/systemctl"
 JOURNALCTL = "/usr/bin/journalctl"
@@ -67,15 +66,7 @@ def fake_commands(argv: list[str], **_kwargs: t.Any) -> tuple[int, str, str]:
 
 def run_module(args: dict[str, t.Any], capsys: pytest.CaptureFixture[str], bins: dict[str, str | None] | None = None) -> Run:
     found = {"systemctl": SYSTEMCTL, "journalctl": JOURNALCTL} if bins is None else bins
-    runner = MagicMock(side_effect=fake_commands)
-    with (
-        patch_module_args(args),
-        patch.object(AnsibleModule, "get_bin_path", MagicMock(side_effect=lambda name, *_args, **_kwargs: found.get(name))),
-        patch.object(AnsibleModule, "run_command", runner),
-        pytest.raises(SystemExit),
-    ):
-        unit_status.main()
-    return Run(json.loads(capsys.readouterr().out), runner)
+    return Run(*run_main(unit_status.main, args, capsys, found, fake_commands))
 
 
 def test_reports_units_and_events(capsys: pytest.CaptureFixture[str]) -> None:
