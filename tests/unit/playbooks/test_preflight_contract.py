@@ -14,41 +14,13 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from preflight_run import PREFLIGHT, local_ipv4, play_head, write_inventory
 
-REPO = Path(__file__).resolve().parents[3]
-BIN = Path(sys.executable).parent
-ENV = {
-    **os.environ,
-    "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
-    "ANSIBLE_FORCE_COLOR": "0",
-    "ANSIBLE_NOCOLOR": "1",
-    "ANSIBLE_RETRY_FILES_ENABLED": "0",
-}
 CONTRACT_TASK = "TASK [Preflight | Check the inventory contract and plan the cluster]"
-
-
-def local_ipv4() -> str:
-    """The first IPv4 address Ansible's facts list for this machine (what the preflight compares with)."""
-    proc = subprocess.run(
-        [str(BIN / "ansible"), "-i", "localhost,", "-c", "local", "localhost", "-m", "ansible.builtin.setup", "-a", "gather_subset=!all,network"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**ENV, "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json", "ANSIBLE_PYTHON_INTERPRETER": sys.executable},
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    facts = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["ansible_facts"]
-    addresses = facts.get("ansible_all_ipv4_addresses") or []
-    if not addresses:
-        pytest.skip("this machine has no IPv4 address besides loopback for the head's fabric address")
-    return str(addresses[0])
 
 
 class Lab:
@@ -68,46 +40,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     worker, spare = [host for host in subnet.hosts() if host != head][:2]
     management = next(ipaddress.IPv4Address(a) for a in ("198.51.100.7", "203.0.113.7") if ipaddress.IPv4Address(a) not in subnet)
     path = tmp_path_factory.mktemp("preflight_contract") / "hosts.yml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "all": {
-                    "vars": {
-                        "ansible_connection": "local",
-                        "ansible_python_interpreter": sys.executable,
-                        "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
-                        "sparkops_model_fit_check": False,
-                        "sparkops_report_dir": str(path.parent / "reports"),
-                        "sparkops_model_revision": "main",
-                        "sparkops_served_model_name": "qwen3.5-122b",
-                        "sparkops_tensor_parallel_size": 2,
-                        "sparkops_pipeline_parallel_size": 1,
-                        "sparkops_gpus_per_node": 1,
-                        "sparkops_fabric_subnet": str(subnet),
-                        "sparkops_serve_port": 8000,
-                        "sparkops_gpu_memory_utilization": 0.8,
-                    },
-                    "children": {
-                        # The head at its management address, the worker reached over the fabric at its own address.
-                        "spark_head": {"hosts": {"spark-head": {"sparkops_fabric_ip": str(head), "ansible_host": str(management)}}},
-                        "spark_workers": {"hosts": {"spark-worker1": {"sparkops_fabric_ip": str(worker), "ansible_host": str(worker)}}},
-                    },
-                }
-            }
-        )
-    )
+    # The head at its management address, the worker reached over the fabric at its own address.
+    head_vars = {"sparkops_fabric_ip": str(head), "ansible_host": str(management)}
+    write_inventory(path, subnet, head_vars, {"sparkops_fabric_ip": str(worker), "ansible_host": str(worker)})
     return Lab(path, subnet, head, spare)
 
 
 def preflight(lab: Lab, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(lab.path), str(REPO / "playbooks" / "preflight.yml"), "--limit", "spark-head", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=ENV,
-        cwd=lab.path.parent,
-    )
+    return play_head(lab.path, PREFLIGHT, *args)
 
 
 def contract_problems(proc: subprocess.CompletedProcess[str]) -> list[str]:

@@ -14,41 +14,10 @@ tests/unit/plugins/module_utils/test_vllm_support.py.
 from __future__ import annotations
 
 import ipaddress
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
-
-REPO = Path(__file__).resolve().parents[3]
-BIN = Path(sys.executable).parent
-ENV = {
-    **os.environ,
-    "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".collections"),
-    "ANSIBLE_FORCE_COLOR": "0",
-    "ANSIBLE_NOCOLOR": "1",
-    "ANSIBLE_RETRY_FILES_ENABLED": "0",
-}
-
-
-def local_ipv4() -> str:
-    """The first IPv4 address Ansible's facts list for this machine (what the preflight compares with)."""
-    proc = subprocess.run(
-        [str(BIN / "ansible"), "-i", "localhost,", "-c", "local", "localhost", "-m", "ansible.builtin.setup", "-a", "gather_subset=!all,network"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**ENV, "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json", "ANSIBLE_PYTHON_INTERPRETER": sys.executable},
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    facts = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]["ansible_facts"]
-    addresses = facts.get("ansible_all_ipv4_addresses") or []
-    if not addresses:
-        pytest.skip("this machine has no IPv4 address besides loopback for the head's fabric address")
-    return str(addresses[0])
+from preflight_run import PREFLIGHT, local_ipv4, play_head, write_inventory
 
 
 @pytest.fixture(scope="module")
@@ -58,50 +27,12 @@ def inventory(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subnet = ipaddress.IPv4Network(f"{head}/24", strict=False)
     worker = next(host for host in subnet.hosts() if host != head)
     path = tmp_path_factory.mktemp("preflight") / "hosts.yml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "all": {
-                    "vars": {
-                        "ansible_connection": "local",
-                        "ansible_python_interpreter": sys.executable,
-                        "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
-                        # No Hub here and no cache: the fit check (molecule/model tests it) would fail on the metadata.
-                        "sparkops_model_fit_check": False,
-                        "sparkops_report_dir": str(path.parent / "reports"),
-                        "sparkops_model_revision": "main",
-                        "sparkops_served_model_name": "qwen3.5-122b",
-                        "sparkops_tensor_parallel_size": 2,
-                        "sparkops_pipeline_parallel_size": 1,
-                        "sparkops_gpus_per_node": 1,
-                        "sparkops_fabric_subnet": str(subnet),
-                        "sparkops_serve_port": 8000,
-                        "sparkops_gpu_memory_utilization": 0.8,
-                    },
-                    "children": {
-                        "spark_head": {"hosts": {"spark-head": {"sparkops_fabric_ip": str(head)}}},
-                        "spark_workers": {"hosts": {"spark-worker1": {"sparkops_fabric_ip": str(worker)}}},
-                    },
-                }
-            }
-        )
-    )
+    write_inventory(path, subnet, {"sparkops_fabric_ip": str(head)}, {"sparkops_fabric_ip": str(worker)})
     return path
 
 
-def play(inventory: Path, playbook: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), "--limit", "spark-head", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=ENV,
-        cwd=inventory.parent,
-    )
-
-
 def test_preflight_passes_the_role_defaults(inventory: Path) -> None:
-    proc = play(inventory, REPO / "playbooks" / "preflight.yml")
+    proc = play_head(inventory, PREFLIGHT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "TASK [Preflight | Check this host can run the vLLM build the settings give]" in proc.stdout
 
@@ -122,7 +53,7 @@ def test_preflight_passes_the_role_defaults(inventory: Path) -> None:
     ],
 )
 def test_preflight_refuses_naming_the_variable(inventory: Path, extra: list[str], words: list[str]) -> None:
-    proc = play(inventory, REPO / "playbooks" / "preflight.yml", *extra)
+    proc = play_head(inventory, PREFLIGHT, *extra)
     assert proc.returncode != 0, proc.stdout[-3000:]
     failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
     assert len(failed) == 1 and "host spark-head (x86_64): " in failed[0], proc.stdout[-3000:]
@@ -133,7 +64,7 @@ def test_preflight_refuses_naming_the_variable(inventory: Path, extra: list[str]
 def test_the_role_alone_refuses_docker_with_ray(inventory: Path) -> None:
     playbook = inventory.parent / "role.yml"
     playbook.write_text("- name: The vllm_serve role alone\n  hosts: spark-head\n  gather_facts: false\n  roles:\n    - role: sparkops.inference.vllm_serve\n")
-    proc = play(inventory, playbook, "--check", "-e", "vllm_serve_runtime=docker", "-e", "vllm_serve_image=nvcr.io/nvidia/vllm:26.10-py3")
+    proc = play_head(inventory, playbook, "--check", "-e", "vllm_serve_runtime=docker", "-e", "vllm_serve_image=nvcr.io/nvidia/vllm:26.10-py3")
     assert proc.returncode != 0, proc.stdout[-3000:]
     assert "TASK [sparkops.inference.vllm_serve : settings_check | Check the settings]" in proc.stdout
     failed = [line for line in proc.stdout.splitlines() if line.startswith("failed: [spark-head]")]
@@ -142,7 +73,7 @@ def test_the_role_alone_refuses_docker_with_ray(inventory: Path) -> None:
 
 
 def test_preflight_refuses_rays_removed_docker_runtime(inventory: Path) -> None:
-    proc = play(inventory, REPO / "playbooks" / "preflight.yml", "-e", "ray_cluster_runtime=docker")
+    proc = play_head(inventory, PREFLIGHT, "-e", "ray_cluster_runtime=docker")
     assert proc.returncode != 0, proc.stdout[-3000:]
     failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
     assert len(failed) == 1 and "host spark-head: ray_cluster_runtime docker is no longer supported" in failed[0], proc.stdout[-3000:]
@@ -151,7 +82,7 @@ def test_preflight_refuses_rays_removed_docker_runtime(inventory: Path) -> None:
 
 
 def test_preflight_refuses_rays_removed_fence_subnet_naming_what_replaced_it(inventory: Path) -> None:
-    proc = play(inventory, REPO / "playbooks" / "preflight.yml", "-e", "ray_cluster_fabric_subnet=192.168.100.0/24")
+    proc = play_head(inventory, PREFLIGHT, "-e", "ray_cluster_fabric_subnet=192.168.100.0/24")
     assert proc.returncode != 0, proc.stdout[-3000:]
     failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
     assert len(failed) == 1 and "host spark-head: ray_cluster_fabric_subnet (192.168.100.0/24) is no longer read" in failed[0], proc.stdout[-3000:]
@@ -163,7 +94,7 @@ def test_the_ray_role_alone_refuses_docker(inventory: Path) -> None:
     playbook = inventory.parent / "ray_role.yml"
     role = "  roles:\n    - role: sparkops.inference.ray_cluster\n"
     playbook.write_text("- name: The ray_cluster role alone\n  hosts: spark-head\n  gather_facts: false\n" + role)
-    proc = play(inventory, playbook, "--check", "-e", "ray_cluster_runtime=docker")
+    proc = play_head(inventory, playbook, "--check", "-e", "ray_cluster_runtime=docker")
     assert proc.returncode != 0, proc.stdout[-3000:]
     failed = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [spark-head]")]
     assert len(failed) == 1 and "value of ray_cluster_runtime must be one of: venv, got: docker" in failed[0], proc.stdout[-3000:]
