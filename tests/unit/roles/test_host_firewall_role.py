@@ -10,41 +10,24 @@ role on lab nodes (unit, reboot, reload, removal): molecule/serve/tests/test_fir
 from __future__ import annotations
 
 import subprocess
-import sys
 import typing as t
 from pathlib import Path
 
 import pytest
 import systemd_syntax
 import yaml
-from ansible_run import play, run_playbook
+from ansible_run import play, render_files, task_named, three_nodes
 
 REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "host_firewall"
-NODES = {"spark-head": "192.168.100.10", "spark-worker1": "192.168.100.11", "spark-worker2": "192.168.100.12"}
 
 
 def build_task() -> dict[str, t.Any]:
-    (task,) = [task for task in yaml.safe_load((ROLE / "tasks" / "enable.yml").read_text()) if task.get("name") == "enable | Build the firewall's ruleset"]
-    return dict(task)
+    return task_named(ROLE / "tasks" / "enable.yml", "enable | Build the firewall's ruleset")
 
 
 def inventory(**hostvars: dict[str, t.Any]) -> dict[str, t.Any]:
-    hosts = {name: {"sparkops_fabric_ip": ip, **hostvars.get(name.replace("-", "_"), {})} for name, ip in NODES.items()}
-    return {
-        "all": {
-            "vars": {
-                **yaml.safe_load((ROLE / "defaults" / "main.yml").read_text()),
-                "ansible_connection": "local",
-                "ansible_python_interpreter": sys.executable,
-                "sparkops_serve_port": 8000,
-            },
-            "children": {
-                "spark_head": {"hosts": {"spark-head": hosts["spark-head"]}},
-                "spark_workers": {"hosts": {name: hosts[name] for name in ("spark-worker1", "spark-worker2")}},
-            },
-        }
-    }
+    return three_nodes(ROLE, {"sparkops_serve_port": 8000}, **hostvars)
 
 
 def render_play(out: Path, hosts: str) -> str:
@@ -75,10 +58,7 @@ def render_play(out: Path, hosts: str) -> str:
 
 
 def render(tmp_path: Path, hosts: str = "all", hostvars: dict[str, dict[str, t.Any]] | None = None, **extra: t.Any) -> dict[str, str]:
-    out = tmp_path / "out"
-    out.mkdir()
-    run_playbook(tmp_path, inventory(**(hostvars or {})), render_play(out, hosts), extra)
-    return {path.name: path.read_text() for path in sorted(out.iterdir())}
+    return render_files(tmp_path, inventory(**(hostvars or {})), lambda out: render_play(out, hosts), extra)
 
 
 @pytest.mark.parametrize("hosts", ["all", "spark-worker2"])

@@ -20,18 +20,16 @@ import ipaddress
 import os
 import socket
 import subprocess
-import sys
 import typing as t
 from pathlib import Path
 
 import pytest
 import systemd_syntax
 import yaml
-from ansible_run import play, run_playbook
+from ansible_run import NODES, play, render_files, task_named, three_nodes
 
 REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "ray_cluster"
-NODES = {"spark-head": "192.168.100.10", "spark-worker1": "192.168.100.11", "spark-worker2": "192.168.100.12"}
 SUBNET = "192.168.100.0/24"
 NOT_A_NODE = "192.168.100.99"  # another host of the fabric
 TEMP_DIR = "/var/lib/sparkops/tmp/ray"
@@ -41,8 +39,7 @@ INJECTION = "\nExecStartPre=/bin/sh -c id"
 
 def role_task(tasks_file: str, name: str) -> dict[str, t.Any]:
     """The task of the role's ``tasks_file`` called ``name``, as written."""
-    (task,) = [task for task in yaml.safe_load((ROLE / "tasks" / tasks_file).read_text()) if task.get("name") == name]
-    return dict(task)
+    return task_named(ROLE / "tasks" / tasks_file, name)
 
 
 def record_address_task() -> dict[str, t.Any]:
@@ -55,22 +52,7 @@ def record_address_task() -> dict[str, t.Any]:
 def inventory(**hostvars: dict[str, t.Any]) -> dict[str, t.Any]:
     """The head and both workers; ``hostvars`` by host (``-`` written ``_``). The role's defaults are the group's
     variables, so that a host's own (ray_cluster_node_ip) wins as over a role's defaults."""
-    hosts = {name: {"sparkops_fabric_ip": ip, **hostvars.get(name.replace("-", "_"), {})} for name, ip in NODES.items()}
-    return {
-        "all": {
-            "vars": {
-                **yaml.safe_load((ROLE / "defaults" / "main.yml").read_text()),
-                "ansible_connection": "local",
-                "ansible_python_interpreter": sys.executable,
-                "sparkops_fabric_subnet": SUBNET,
-                "sparkops_gpus_per_node": 1,
-            },
-            "children": {
-                "spark_head": {"hosts": {"spark-head": hosts["spark-head"]}},
-                "spark_workers": {"hosts": {name: hosts[name] for name in ("spark-worker1", "spark-worker2")}},
-            },
-        }
-    }
+    return three_nodes(ROLE, {"sparkops_fabric_subnet": SUBNET, "sparkops_gpus_per_node": 1}, **hostvars)
 
 
 def render_play(out: Path, hosts: str = "all") -> str:
@@ -106,10 +88,7 @@ def render_play(out: Path, hosts: str = "all") -> str:
 
 def render(tmp_path: Path, hosts: str = "all", hostvars: dict[str, dict[str, t.Any]] | None = None, **extra: t.Any) -> dict[str, str]:
     """Render for the head and both workers (or the play's ``hosts``); the files written, by name."""
-    out = tmp_path / "out"
-    out.mkdir()
-    run_playbook(tmp_path, inventory(**(hostvars or {})), render_play(out, hosts), extra)
-    return {path.name: path.read_text() for path in sorted(out.iterdir())}
+    return render_files(tmp_path, inventory(**(hostvars or {})), lambda out: render_play(out, hosts), extra)
 
 
 def refused(tmp_path: Path, **extra: t.Any) -> str:
