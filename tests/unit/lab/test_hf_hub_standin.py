@@ -12,22 +12,17 @@ builder's files and checked by the collection's own snapshot checker (module_uti
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
-import re
-import select
-import signal
 import subprocess
 import sys
 import time
 import typing as t
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._hf_snapshot import check_snapshot
-from line_follower import follow
+from hf_hub_process import HF_HUB, Hub, call, import_repo, wait_until
 from sparklab.hf_model import SnapshotInfo, build_hub_cache, read_hub_snapshot, repo_folder
 
 hf_hub = pytest.importorskip("huggingface_hub")
@@ -39,7 +34,6 @@ from huggingface_hub.errors import (  # noqa: E402
     RevisionNotFoundError,
 )
 
-HF_HUB = str(Path(__file__).resolve().parents[2] / "lab" / "standins" / "hf-hub")
 HF_CLI = Path(sys.executable).parent / "hf"
 REPO, GATED, NESTED = "sparkops-lab/tiny-moe", "sparkops-lab/gated-moe", "sparkops-lab/nested"
 TOKEN = "hf_LabStandInToken0123456789abcdef"
@@ -53,14 +47,6 @@ class Served(t.NamedTuple):
     root: Path
     model: SnapshotInfo  # the builder's snapshot: its files, etags and commit
     nested_src: Path  # the handmade repo's files
-
-
-def import_repo(root: Path, repo_id: str, src: Path, *refs: str) -> str:
-    ref_args = [arg for ref in refs for arg in ("--ref", ref)]
-    done = subprocess.run(
-        [sys.executable, HF_HUB, "--root", str(root), "--import", repo_id, str(src), *ref_args], capture_output=True, text=True, timeout=60, check=True
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -79,37 +65,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Served:
     return Served(root, model, nested)
 
 
-class Hub:
-    """A running hf-hub: its URLs and its stdout, read line by line in the background."""
-
-    def __init__(self, root: Path, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, HF_HUB, "--root", str(root), "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        assert self.proc.stdout is not None
-        assert select.select([self.proc.stdout], [], [], 15)[0], "hf-hub printed nothing"
-        first = self.proc.stdout.readline()
-        urls = re.findall(r"http://[\d.]+:\d+", first)
-        assert urls, f"no URL in {first!r}"
-        self.url = urls[0]
-        self.cdn = urls[1] if len(urls) > 1 else None
-        self.lines = [first.rstrip("\n")]
-        self.reader = follow(self.proc.stdout, self.lines)
-
-    def requests_since(self, mark: int) -> list[str]:
-        """The request lines logged since ``mark`` (a len(self.lines)), once a later request of ours shows up."""
-        status, _headers, _body = call(self.url + "/api/agent-harnesses?sentinel")
-        assert status == 200
-        wait_until(lambda: any("sentinel" in line for line in self.lines[mark:]))
-        return [line for line in self.lines[mark:] if line.startswith("[") and "sentinel" not in line]
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=15)
-        self.reader.join(timeout=5)
-        return rc
-
-
 @pytest.fixture(scope="module")
 def hub(served: Served, tmp_path_factory: pytest.TempPathFactory) -> t.Iterator[Hub]:
     token_file = tmp_path_factory.mktemp("secret") / "token"
@@ -122,25 +77,6 @@ def hub(served: Served, tmp_path_factory: pytest.TempPathFactory) -> t.Iterator[
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
-
-
-def wait_until(predicate: t.Callable[[], bool], timeout: float = 15.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "timed out waiting"
-        time.sleep(0.02)
-
-
-def call(url: str, method: str = "GET", headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    """One request, redirects not followed: status, headers (lower-case names), body."""
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.netloc, timeout=15)
-    try:
-        conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), headers=headers or {})
-        response = conn.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    finally:
-        conn.close()
 
 
 def cli_env(hub: Hub, home: Path, **extra: str) -> dict[str, str]:

@@ -15,12 +15,8 @@ from __future__ import annotations
 import io
 import json
 import re
-import select
-import signal
 import socket
 import struct
-import subprocess
-import sys
 import time
 import typing as t
 import urllib.error
@@ -50,6 +46,7 @@ from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_c
     COMMIT,
     INDEX,
     REPO_ID,
+    HubCache,
     build_cache,
     model_files,
     shard_name,
@@ -62,10 +59,9 @@ from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test
     nested,
     safetensors_file,
 )
-from line_follower import follow
+from hf_hub_process import Hub, import_repo
 from safetensors.numpy import save_file
 
-HF_HUB = str(Path(__file__).resolve().parents[3] / "lab" / "standins" / "hf-hub")
 TOKEN = "hf_ModelMetadataTestToken0123456789"
 TINY, SINGLE, LOOSE, NO_TOTAL, GATED = "acme/tiny-llm", "acme/single", "acme/loose-shards", "acme/no-total", "acme/gated"
 # hf_cache_factory's tiny LM: per shard, F16 (8, 16) + F32 (8,) + I8 (4,) = 256 + 32 + 4 bytes of tensor data.
@@ -74,6 +70,21 @@ TINY_SHARD_BYTES = 8 * 16 * 2 + 8 * 4 + 4
 SINGLE_BYTES = 64 * 64 * 2 + 10 * 4 + 3
 # acme/loose-shards: two top-level shards of F32 (100,) and F32 (50,) without an index; original/ is not counted.
 LOOSE_BYTES = 100 * 4 + 50 * 4
+
+
+def tiny_cache_metadata(cache: HubCache) -> dict[str, t.Any]:
+    """What model_metadata says of hf_cache_factory's tiny LM read from ``cache`` (3 shards, 8 files, all there)."""
+    total = sum(len(data) for data in cache.files.values())
+    return {
+        "source": "cache",
+        "commit": COMMIT,
+        "config": json.loads(cache.files["config.json"]),
+        "weight_bytes": 3 * TINY_SHARD_BYTES,
+        "snapshot_bytes": total,
+        "files": 8,
+        "present_bytes": total,
+        "architecture": "TinyLlmForCausalLM",
+    }
 
 
 def free_port() -> int:
@@ -103,46 +114,9 @@ def config_bytes(architecture: str) -> bytes:
     return json.dumps({"architectures": [architecture], "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 16}).encode()
 
 
-def import_repo(root: Path, repo_id: str, src: Path) -> str:
-    done = subprocess.run([sys.executable, HF_HUB, "--root", str(root), "--import", repo_id, str(src)], capture_output=True, text=True, timeout=60, check=True)
-    return done.stdout.strip()
-
-
 class Repo(t.NamedTuple):
     commit: str  # what hf-hub --import printed
     files: dict[str, bytes]
-
-
-class Hub:
-    """A running hf-hub stand-in: its URL and its request log, read in the background."""
-
-    def __init__(self, root: Path, token_file: Path) -> None:
-        argv = [sys.executable, HF_HUB, "--root", str(root), "--port", "0", "--tree-page-size", "2", "--token-file", str(token_file), "--gated", GATED]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        assert self.proc.stdout is not None
-        assert select.select([self.proc.stdout], [], [], 15)[0], "hf-hub printed nothing"
-        first = self.proc.stdout.readline()
-        urls = re.findall(r"http://[\d.]+:\d+", first)
-        assert len(urls) == 2, f"no hub and CDN URLs in {first!r}"
-        self.url = urls[0]
-        self.lines: list[str] = []
-        self.reader = follow(self.proc.stdout, self.lines)
-
-    def requests_since(self, mark: int) -> list[str]:
-        """The request lines logged since ``mark``: a sentinel request is logged after them."""
-        with urllib.request.urlopen(self.url + "/api/agent-harnesses?sentinel", timeout=10) as answer:
-            assert answer.status == 200
-        deadline = time.monotonic() + 10
-        while not any("sentinel" in line for line in self.lines[mark:]):
-            assert time.monotonic() < deadline, "the sentinel request was not logged"
-            time.sleep(0.02)
-        return [line for line in self.lines[mark:] if line.startswith("[") and "sentinel" not in line]
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=15)
-        self.reader.join(timeout=5)
-        return rc
 
 
 class Served(t.NamedTuple):
@@ -185,7 +159,8 @@ def serve(base: Path) -> t.Iterator[Served]:
         repos[repo_id] = Repo(commit, files)
     token_file = base / "token"
     token_file.write_text(TOKEN + "\n")
-    hub = Hub(root, token_file)
+    hub = Hub(root, "--tree-page-size", "2", "--token-file", str(token_file), "--gated", GATED)
+    assert hub.cdn is not None, f"no hub and CDN URLs in {hub.lines[0]!r}"
     try:
         yield Served(hub, repos)
     finally:
@@ -262,16 +237,7 @@ def test_cache_answers_without_the_network(tmp_path: Path) -> None:
     assert result.weight_bytes == 3 * TINY_SHARD_BYTES
     assert (result.snapshot_bytes, result.files, result.present_bytes) == (total, 8, total)
     assert result.warnings == []
-    assert result.as_dict() == {
-        "source": "cache",
-        "commit": COMMIT,
-        "config": json.loads(cache.files["config.json"]),
-        "weight_bytes": 3 * TINY_SHARD_BYTES,
-        "snapshot_bytes": total,
-        "files": 8,
-        "present_bytes": total,
-        "architecture": "TinyLlmForCausalLM",
-    }
+    assert result.as_dict() == tiny_cache_metadata(cache)
 
 
 def test_cache_by_commit_and_tag(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test
     TOKEN,
     Served,
     serve,
+    tiny_cache_metadata,
 )
 
 RETURNED = {"source", "commit", "config", "weight_bytes", "snapshot_bytes", "files", "present_bytes", "architecture"}
@@ -73,17 +74,7 @@ def test_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert not result.get("failed"), result
     assert result["changed"] is False
     assert warnings == []
-    total = sum(len(data) for data in cache.files.values())
-    assert {key: result[key] for key in RETURNED} == {
-        "source": "cache",
-        "commit": COMMIT,
-        "config": json.loads(cache.files["config.json"]),
-        "weight_bytes": 3 * TINY_SHARD_BYTES,
-        "snapshot_bytes": total,
-        "files": 8,
-        "present_bytes": total,
-        "architecture": "TinyLlmForCausalLM",
-    }
+    assert {key: result[key] for key in RETURNED} == tiny_cache_metadata(cache)
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
