@@ -13,18 +13,9 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from ansible_collections.sparkops.inference.plugins.action.cluster_contract import ActionModule
 from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import CLUSTER_VARS
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_cluster_contract import make_cluster
 
-CLUSTER: dict[str, t.Any] = {
-    "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
-    "sparkops_model_revision": "main",
-    "sparkops_served_model_name": "qwen",
-    "sparkops_tensor_parallel_size": 2,
-    "sparkops_pipeline_parallel_size": 1,
-    "sparkops_gpus_per_node": 1,
-    "sparkops_fabric_subnet": "192.168.200.0/24",
-    "sparkops_serve_port": 8000,
-    "sparkops_gpu_memory_utilization": 0.9,
-}
+CLUSTER = make_cluster()
 FABRIC_IPS = {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12", "spark-worker2": "192.168.200.13"}
 
 
