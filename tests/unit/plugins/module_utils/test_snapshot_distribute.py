@@ -584,18 +584,20 @@ def test_a_partial_left_on_a_target_is_resumed_by_rsync_and_the_rest_goes_cut_th
     assert_converged(cluster, TARGETS)
 
 
-class FailingHop(LocalTransport):
-    """The first relay that starts a hop to ``target`` cannot reach it (as ssh would fail to connect)."""
+class FirstHopFails(LocalTransport):
+    """The first relay that starts a hop to ``target`` fails as ``script`` (a shell command) does: ssh that cannot
+    connect, a target with no Python 3."""
 
-    def __init__(self, roots: t.Mapping[Node, str], target: str) -> None:
+    def __init__(self, roots: t.Mapping[Node, str], target: str, script: str) -> None:
         super().__init__(roots)
         self.target = target
+        self.script = script
         self.failed = False
 
     def relay_via(self, target: str, stream: int) -> list[str]:
         if target == self.target and not self.failed:
             self.failed = True
-            return ["sh", "-c", "echo 'ssh: connect to host 10.0.0.3 port 22: Connection refused' >&2; exit 255"]
+            return ["sh", "-c", self.script]
         return []
 
 
@@ -603,7 +605,8 @@ def test_a_failed_relay_keeps_the_complete_copies_and_rsync_sends_the_rest_link_
     cluster = make_cluster(tmp_path, sizes=(3_000_000, 1000))
     big = cluster.sizes()[0][0]
     recorder = Recorder()
-    result = run(cluster, transport=FailingHop(cluster.transport.roots, TARGETS[1]), runner=recorder, streams=1)
+    refused = "echo 'ssh: connect to host 10.0.0.3 port 22: Connection refused' >&2; exit 255"
+    result = run(cluster, transport=FirstHopFails(cluster.transport.roots, TARGETS[1], refused), runner=recorder, streams=1)
     assert_converged(cluster, TARGETS)
     [failure] = result.relay_failures
     assert failure.startswith(f"{big} on head -> {TARGETS[0]} -> {TARGETS[1]} -> {TARGETS[2]}: the relay failed, rc 1: ")
@@ -654,24 +657,9 @@ def test_cut_through_sets_up_each_stream_of_each_link_once(tmp_path: Path) -> No
     assert_converged(cluster, TARGETS[:2])
 
 
-class NoPython(LocalTransport):
-    """The first hop to ``target`` finds no Python 3 there, as a shell would say."""
-
-    def __init__(self, roots: t.Mapping[Node, str], target: str) -> None:
-        super().__init__(roots)
-        self.target = target
-        self.failed = False
-
-    def relay_via(self, target: str, stream: int) -> list[str]:
-        if target == self.target and not self.failed:
-            self.failed = True
-            return ["sh", "-c", "echo 'sh: 1: python3: not found' >&2; exit 127"]
-        return []
-
-
 def test_a_relay_without_python_on_a_target_names_the_option(tmp_path: Path) -> None:
     cluster = make_cluster(tmp_path, targets=TARGETS[:2], sizes=(3_000_000,))
-    result = run(cluster, transport=NoPython(cluster.transport.roots, TARGETS[1]), streams=1)
+    result = run(cluster, transport=FirstHopFails(cluster.transport.roots, TARGETS[1], "echo 'sh: 1: python3: not found' >&2; exit 127"), streams=1)
     assert_converged(cluster, TARGETS[:2])
     [failure] = result.relay_failures
     assert "python3: not found" in failure and failure.endswith(f"(is {sys.executable!r}, the option python, a Python 3 on every target?)")
