@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import systemd_syntax
 import yaml
+from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard import LEVEL_FIELDS
 from ansible_run import play, run_playbook
 from vllm_serve_inventory import inventory
 
@@ -88,15 +89,7 @@ def test_ray_mode_guards_vllm_on_the_head_and_rays_worker_on_a_worker_resuming_w
         "max_stops_per_hour": 3,
         "names": {key: f"vllm_serve_memory_guard_{key}" for key in head["names"]},
     }
-    assert set(head["names"]) == {
-        "stop_available_mib",
-        "stop_psi_full_pct",
-        "stop_psi_samples",
-        "resume_available_mib",
-        "resume_hold_s",
-        "interval_s",
-        "max_stops_per_hour",
-    }
+    assert set(head["names"]) == set(LEVEL_FIELDS)  # every level the guard reads, named for its variable
     unit = systemd_syntax.read(files["spark-head.service"])
     assert unit.commands["ExecStart"] == [["/usr/local/sbin/sparkops-vllm-memory-guard", "/etc/sparkops/vllm-memory-guard.json"]]
     service = files["spark-head.service"]
