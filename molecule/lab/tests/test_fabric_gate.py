@@ -43,8 +43,8 @@ PLAY = """
 """
 
 
-def copy_sysfs(name: str, case: str, **attributes: str) -> str:
-    """Materialise fixture ``case`` with ``attributes`` (speed, mtu) of enp1s0f1np1 and its twin into node ``name``."""
+def copy_sysfs(container: str, case: str, **attributes: str) -> str:
+    """Materialise fixture ``case`` with ``attributes`` (speed, mtu) of enp1s0f1np1 and its twin into node ``container``."""
     sys.path.insert(0, f"{PROJECT}/tests/unit")
     from sysfs_tree import materialise
 
@@ -53,8 +53,8 @@ def copy_sysfs(name: str, case: str, **attributes: str) -> str:
         for name, value in attributes.items():
             for netdev in ("enp1s0f1np1", "enP2p1s0f1np1"):
                 (tree / "class" / "net" / netdev / name).write_text(value + "\n", encoding="utf-8")
-        subprocess.run(["podman", "exec", name, "rm", "-rf", "/tmp/sysfs-gate"], check=True)
-        subprocess.run(["podman", "cp", str(tree), f"{name}:/tmp/sysfs-gate"], check=True)
+        subprocess.run(["podman", "exec", container, "rm", "-rf", "/tmp/sysfs-gate"], check=True)
+        subprocess.run(["podman", "cp", str(tree), f"{container}:/tmp/sysfs-gate"], check=True)
     return "/tmp/sysfs-gate"
 
 
