@@ -49,14 +49,15 @@ PLAY = yaml.safe_dump(
 )
 
 
-def targets_of(tmp_path: Path, workers: dict[str, tuple[str, dict[str, t.Any]]]) -> dict[str, t.Any]:
-    """Run the play over a head and ``workers`` (in that order in the group); what the head wrote."""
+def targets_of(tmp_path: Path, workers: dict[str, tuple[str, dict[str, t.Any]]], head_check: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
+    """Run the play over a head (its snapshot check ``head_check``, default complete at HEAD_COMMIT) and ``workers``
+    (in that order in the group); what the head wrote."""
     out = tmp_path / "targets.json"
     inventory = {
         "all": {
             "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "out": str(out)},
             "children": {
-                "spark_head": {"hosts": {"spark-head": {"model_sync_head_check": {"complete": True, "commit": HEAD_COMMIT}}}},
+                "spark_head": {"hosts": {"spark-head": {"model_sync_head_check": head_check or {"complete": True, "commit": HEAD_COMMIT}}}},
                 "spark_workers": {"hosts": {name: {"model_sync_node_ip": ip, "model_sync_worker_check": check} for name, (ip, check) in workers.items()}},
             },
         }
@@ -78,3 +79,10 @@ def test_the_workers_that_need_the_snapshot_are_a_list(tmp_path: Path) -> None:
 def test_workers_up_to_date_give_an_empty_list(tmp_path: Path) -> None:
     up_to_date = {name: (ip, {"complete": True, "commit": HEAD_COMMIT}) for name, (ip, _check) in WORKERS.items()}
     assert targets_of(tmp_path, up_to_date) == {"targets": [], "type": "list", "any": False, "joined": ""}
+
+
+def test_in_check_mode_on_a_fresh_head_every_worker_without_the_snapshot_is_a_target(tmp_path: Path) -> None:
+    """--check on a head that has no snapshot yet: the download's proof is skipped, and its registered result (a
+    skipped task's, no commit) replaces the head's check; every worker not holding a complete snapshot is a target."""
+    found = targets_of(tmp_path, WORKERS, head_check={"changed": False, "skipped": True, "skip_reason": "Conditional result was False"})
+    assert sorted(found["targets"]) == ["192.168.100.11", "192.168.100.12", "192.168.100.13"]
