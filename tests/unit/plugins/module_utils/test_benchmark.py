@@ -428,8 +428,11 @@ def test_measured_figures_match_the_server_pace(server: SseServer, concurrency: 
     """50 tokens/s after a first token at 0.2 s: TTFT 0.2 s, TPOT 0.02 s, ``concurrency`` requests of 16 tokens at a
     time. The figures are checked against what the server's own clock says it did (on a busy test machine its sleeps
     overrun the pace, and the client cannot know better than the server), within 5 % or a millisecond. The client's
-    TTFT also holds the request's way in (connecting, the server's accept and thread start: up to 30 ms measured on a
-    loaded 2-core machine), so it is checked between the server's and 40 ms more."""
+    TTFT also holds the request's way in (connecting, the server's accept and thread start: 30 ms on a loaded 2-core
+    machine, over 130 ms with four requests at once while the lab ran beside it), so it is checked between the
+    server's and the server's plus that way in, read from the client's own end-to-end latency (the server's time from
+    arrival to end, plus the way in and out): a TTFT taken from the wrong moment (the end, the first token chunk after
+    the role chunk) lands outside."""
     server.pace = Pace(tokens_per_second=50.0, first_token_seconds=0.2)
     result = run_benchmark(config(server.url, concurrency=[concurrency], requests_per_level=requests, output_tokens=16, warmup=False))
     (level,) = result.levels
@@ -442,8 +445,12 @@ def test_measured_figures_match_the_server_pace(server: SseServer, concurrency: 
     gaps = [later - earlier for line in lines for earlier, later in itertools.pairwise(line.chunks)]
     assert min(ttfts) >= 0.2 and min(tpots) >= 0.019  # the pace is a floor: sleeps only ever overrun
     ms = 1000.0
-    assert ms * sum(ttfts) / requests - 1.0 <= level["mean_ttft_ms"] <= ms * sum(ttfts) / requests + 40.0
-    assert ms * sorted(ttfts)[-2] - 1.0 <= level["p99_ttft_ms"] <= ms * max(ttfts) + 40.0  # with so few, near the slowest
+    server_e2e = ms * sum(line.end - line.arrived for line in lines) / requests
+    way_in = level["mean_e2el_ms"] - server_e2e  # what the client's clock adds to the server's, on average
+    assert -1.0 <= way_in <= server_e2e, (level["mean_e2el_ms"], server_e2e)  # the client does not double a request
+    assert ms * sum(ttfts) / requests - 1.0 <= level["mean_ttft_ms"] <= ms * sum(ttfts) / requests + max(way_in, 0.0) + 5.0
+    # With so few, near the slowest; one request's way in is at most all of theirs.
+    assert ms * sorted(ttfts)[-2] - 1.0 <= level["p99_ttft_ms"] <= ms * max(ttfts) + requests * max(way_in, 0.0) + 5.0
     assert level["mean_tpot_ms"] == pytest.approx(ms * sum(tpots) / requests, rel=0.05, abs=1.0)
     assert level["per_request_output_throughput"] == pytest.approx(requests / sum(tpots), rel=0.05)
     assert level["mean_itl_ms"] == pytest.approx(ms * sum(gaps) / len(gaps), rel=0.05, abs=1.0)  # 15 paced, 1 about 0
