@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing as t
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
@@ -37,3 +38,9 @@ def publish(heading: str, text: str, write: bool, doc: Path = DOC) -> None:
     print(text)
     if write:
         replace_section(heading, text, doc)
+
+
+def ratio_rows(timings: t.Mapping[str, float], cases: t.Iterable[tuple[str, str]], base: str) -> list[str]:
+    """Markdown table rows ``| label | seconds | ratio to timings[base] |`` for each (key, label) of ``cases`` that
+    ``timings`` holds, in that order."""
+    return [f"| {label} | {timings[key]:.1f} | {timings[key] / timings[base]:.2f} |" for key, label in cases if key in timings]

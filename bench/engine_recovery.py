@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from benchmarks_doc import publish  # noqa: E402
+from benchmarks_doc import publish, ratio_rows  # noqa: E402
 from tool_env import tool_env  # noqa: E402
 
 SECTION = "## The real engine: start and recovery to serving (issue 12)"
@@ -49,8 +49,7 @@ def run_scenario(junit_dir: Path) -> Path:
 
 
 def render(timings: dict[str, float]) -> str:
-    base = timings["engine_start_s"]
-    rows = [f"| {label} | {timings[key]:.1f} | {timings[key] / base:.2f} |" for key, label in CASES if key in timings]
+    rows = ratio_rows(timings, CASES, "engine_start_s")
     return "\n".join(
         [
             SECTION,

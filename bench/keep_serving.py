@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from benchmarks_doc import publish  # noqa: E402
+from benchmarks_doc import publish, ratio_rows  # noqa: E402
 from tool_env import tool_env  # noqa: E402
 
 SECTION = "## Keep it serving: liveness and the memory guard (issue 16)"
@@ -59,8 +59,7 @@ def run_scenario(junit_dir: Path) -> Path:
 
 
 def render(timings: dict[str, float]) -> str:
-    base = timings[BASELINE]
-    rows = [f"| {label} | {timings[key]:.1f} | {timings[key] / base:.2f} |" for key, label in CASES if key in timings]
+    rows = ratio_rows(timings, CASES, BASELINE)
     held = f" vLLM stayed stopped {timings['held_s']:.1f} s while the memory was held." if "held_s" in timings else ""
     return "\n".join(
         [

@@ -65,3 +65,8 @@ def test_replace_section_writes_in_place_from_a_text_with_its_heading(tmp_path: 
     doc.write_text(DOC)
     bd.replace_section(HEADING, HEADING + "\n\nNew figures.\n", doc)
     assert doc.read_text() == DOC.replace("Old figures.\n\n### A subsection of it\n\nOld detail.\n", "New figures.\n")
+
+
+def test_ratio_rows_give_each_time_present_and_its_ratio_to_the_base_in_case_order() -> None:
+    rows = bd.ratio_rows({"b": 5.0, "a": 2.5, "base": 2.0}, [("base", "the base"), ("missing", "x"), ("a", "A"), ("b", "B")], "base")
+    assert rows == ["| the base | 2.0 | 1.00 |", "| A | 2.5 | 1.25 |", "| B | 5.0 | 2.50 |"]
