@@ -6,10 +6,9 @@
 The collection is imported as ``ansible_collections.sparkops.inference``: `make setup` links the checkout
 into ``.collections/ansible_collections/sparkops/inference``, so ``.collections`` goes on ``sys.path``.
 
-tests/unit/plugins/action/test_cluster_contract.py and tests/unit/plugins/module_utils/test_cluster_contract.py
-share a basename (the ansible-test layout: one test file per plugin, named after it). pytest's default
-``prepend`` import mode imports both as the top-level module ``test_cluster_contract`` and refuses the second,
-so switch to ``importlib`` mode, which names test modules by their path. ansible-test units is unaffected.
+pytest's default ``prepend`` import mode imports each test file as a top-level module named after its file, so no two
+test files under tests/unit share a basename: a module util's tests are ``test__<util>.py`` (``test_`` and the file
+name of ``_<util>.py``), apart from ``test_<module>.py`` of the module or action plugin of the same name.
 """
 
 from __future__ import annotations
@@ -25,10 +24,6 @@ if str(UNIT) not in sys.path:
 COLLECTIONS = Path(__file__).resolve().parents[2] / ".collections"
 if (COLLECTIONS / "ansible_collections" / "sparkops" / "inference").is_dir() and str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.option.importmode = "importlib"
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@
 """The vllm_serve role's liveness probe as Ansible renders it (defaults, vars, templates, its settings check): its
 timer's cadence, its service's command as systemd reads it, its settings per backend (the key's path, never the
 key), and settings that make no sense refused naming the variable. The probe's decisions:
-tests/unit/plugins/module_utils/test_serve_liveness.py; a wedged engine restarted in the lab:
+tests/unit/plugins/module_utils/test__serve_liveness.py; a wedged engine restarted in the lab:
 molecule/serve/tests/test_liveness.py."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 """The vllm_serve role's memory guard as Ansible renders it (defaults, vars, memory_guard_check.yml against this
 machine's real /proc/meminfo, the service template): what it stops on each node per backend, its resume level raised
 to the memory gate's, its service as systemd reads it, and levels that make no sense (or reach MemTotal) refused
-naming the variable before anything is written. The guard's decisions: tests/unit/plugins/module_utils/test_memory_guard.py;
+naming the variable before anything is written. The guard's decisions: tests/unit/plugins/module_utils/test__memory_guard.py;
 memory really consumed in the lab: molecule/serve/tests/test_memory_guard.py."""
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.modules import model_metadata
 from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_cache_factory import COMMIT, REPO_ID, build_cache, model_files, shard_name
-from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_hf_snapshot import DEEP_CONFIG
-from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_model_metadata import (
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test__hf_snapshot import DEEP_CONFIG
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test__model_metadata import (
     GATED,
     TINY,
     TINY_SHARD_BYTES,

@@ -13,7 +13,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.module_utils import _benchmark
 from ansible_collections.sparkops.inference.plugins.modules import openai_benchmark
-from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_benchmark import MODEL, Pace, SseServer
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test__benchmark import MODEL, Pace, SseServer
 
 SECRET = "sk-module-bench-81f3c6d2"
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for _snapshot_scheduler's jobs: which node sends each blob to which, cut-through or by rsync, in a chain
-and a star. (The pipeline that runs them is tested through distribute, in test_snapshot_distribute.py.)"""
+and a star. (The pipeline that runs them is tested through distribute, in test__snapshot_distribute.py.)"""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_c
     model_files,
     shard_name,
 )
-from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_hf_snapshot import DEEP_CONFIG, DEEP_SHARD, HUGE_DIMS_SHARD, SLOW_SHARD
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test__hf_snapshot import DEEP_CONFIG, DEEP_SHARD, HUGE_DIMS_SHARD, SLOW_SHARD
 from fake_clock import FakeClock
 
 NODES = {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12"}

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for _snapshot_distribute: whole runs (plan, scheduler, pipeline, metadata) with real rsync and the real
 relay between local folders standing for the head and the workers (LocalTransport), over a real hub cache. The pieces
-have their own files: test_snapshot_plan.py, test_snapshot_scheduler.py, test_snapshot_transport.py."""
+have their own files: test__snapshot_plan.py, test__snapshot_scheduler.py, test__snapshot_transport.py."""
 
 from __future__ import annotations
 

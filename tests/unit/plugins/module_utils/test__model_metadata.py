@@ -51,7 +51,7 @@ from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.hf_c
     model_files,
     shard_name,
 )
-from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test_hf_snapshot import (
+from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test__hf_snapshot import (
     DEEP_CONFIG,
     DEEP_SHARD,
     HUGE_DIMS_SHARD,
