@@ -38,7 +38,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("role-docs", ("python", "tools/role_docs.py", "--check")),
     Stage("awx-templates", ("python", "tools/check_awx_templates.py")),
     Stage("ansible-test-sanity", ("bash", "tools/ansible_test.sh", "sanity", "--requirements")),
-    Stage("unit", ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit", f"--junitxml={OUTPUT}/unit.xml"), "unit.xml"),
+    # On every core (pytest-xdist): beside the lab scenarios, which mostly wait, it is the stage the CPUs are for.
+    Stage("unit", ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto", "tests/unit", f"--junitxml={OUTPUT}/unit.xml"), "unit.xml"),
     Stage("playbook-syntax", ("bash", "tools/check_playbooks.sh")),
     Stage("collection-build", ("bash", "tools/check_build.sh")),
     Stage("execution-environment", ("bash", "tools/check_ee.sh")),
@@ -48,6 +49,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
+    Stage("molecule-lifecycle", ("molecule", "test", "-s", "lifecycle"), "molecule-lifecycle.xml"),
     # The engine scenario in two stages (tools/molecule_split.sh): its lab created and converged beside other stages,
     # its side effect and verifier alone.
     Stage("molecule-engine-up", ("bash", "tools/molecule_split.sh", "up", "engine")),
@@ -55,16 +57,17 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
-# Stages that run at the same time, each lane in order (CI has 2 cores): the static checks and unit tests, which keep
-# one core busy, then the lab and model scenarios and the engine scenario's lab (created and converged: its real
-# engine installed and loaded); beside them the lab's preparation (node image, wheelhouses, the engine's download:
-# once, while the static checks run; every scenario's dependency step then finds it done) and the reclaim and serve
-# scenarios, which mostly wait on containers, ssh, systemd and reboots (lab_miswired runs after the lab scenario: the
-# serve lane is the longer one). The engine scenario's side
-# effect and verifier run alone after them: its recovery tests time the real engine on both cores, and its benchmark
-# compares two load generators, which a neighbour's load would skew. A group starts where its first stage would; its
-# stages' outcomes are listed in STAGES' order. Scenarios side by side share the lab's networks: `make test` keeps
-# them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
+# Stages that run at the same time, each lane in order (CI has 2 cores), then the engine scenario's side effect and
+# verifier alone (its recovery tests time the real engine on both cores, and its benchmark compares two load
+# generators, which a neighbour's load would skew). The lanes:
+# - the static checks, then the unit tests (on both cores), then the lab, lab_miswired and model scenarios;
+# - the lab's preparation (node image, wheelhouses, the engine's download: once; every scenario's dependency step then
+#   finds it done, or waits on its lock), then the reclaim and serve scenarios;
+# - the lifecycle scenario (deployed through AWX, upgraded, torn down), then the engine scenario's lab (created and
+#   converged: its real engine installed and loaded).
+# The lab scenarios mostly wait on containers, ssh, systemd and reboots, so three lanes share two cores. A group starts
+# where its first stage would; its stages' outcomes are listed in STAGES' order. Scenarios side by side share the
+# lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
 
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
@@ -84,9 +87,9 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "molecule-lab",
             "molecule-lab_miswired",
             "molecule-model",
-            "molecule-engine-up",
         ),
         ("lab-prepare", "molecule-reclaim", "molecule-serve"),
+        ("molecule-lifecycle", "molecule-engine-up"),
     ),
 )
 
@@ -99,6 +102,7 @@ class Outcome:
     passed: int
     failed: int
     skipped: int
+    cpu: float  # seconds of CPU the stage's processes took on this machine (not the lab containers' own)
 
 
 def junit_counts(path: Path) -> tuple[int, int, int] | None:
@@ -124,6 +128,15 @@ def junit_failures(path: Path) -> list[str]:
     return found
 
 
+def machine_cpu() -> tuple[float, float]:
+    """(busy, idle) seconds of every CPU of this machine since boot (/proc/stat's first line: lab containers included)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    busy = sum(fields[:8]) - idle  # user nice system idle iowait irq softirq steal (guest time is within user)
+    tick = os.sysconf("SC_CLK_TCK")
+    return busy / tick, idle / tick
+
+
 def run_stage(stage: Stage) -> Outcome:
     log = OUTPUT / f"{stage.name}.log"
     junit = OUTPUT / stage.junit if stage.junit else None
@@ -132,8 +145,11 @@ def run_stage(stage: Stage) -> Outcome:
     print(f"==> {stage.name}: {' '.join(stage.argv)}", flush=True)
     start = time.monotonic()
     with log.open("w") as out:
-        rc = subprocess.run(stage.argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+        process = subprocess.Popen(stage.argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        status, usage = os.wait4(process.pid, 0)[1:]  # the exit status and what the stage's process tree used
+        rc = process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.monotonic() - start
+    cpu = usage.ru_utime + usage.ru_stime
     counts = junit_counts(junit) if junit is not None else None
     if counts is None:
         passed, failed, skipped = (1, 0, 0) if rc == 0 else (0, 1, 0)
@@ -142,13 +158,14 @@ def run_stage(stage: Stage) -> Outcome:
         if rc != 0 and failed == 0:
             failed = 1  # the stage failed outside its test cases (create, converge, idempotence...)
     verdict = "ok" if rc == 0 else f"FAILED (rc={rc})"
-    print(f"<== {stage.name}: {verdict} in {seconds:.1f}s; {passed} passed, {failed} failed, {skipped} skipped; log: {log.relative_to(REPO)}", flush=True)
+    counted = f"{passed} passed, {failed} failed, {skipped} skipped"
+    print(f"<== {stage.name}: {verdict} in {seconds:.1f}s ({cpu:.0f}s CPU); {counted}; log: {log.relative_to(REPO)}", flush=True)
     if rc != 0:
         if junit is not None:
             print("\n".join(f"    failed: {line}" for line in junit_failures(junit)), flush=True)
         lines = log.read_text(errors="replace").splitlines()
         print("\n".join(f"    | {line}" for line in lines[-TAIL_LINES:]), flush=True)
-    return Outcome(stage, rc, seconds, passed, failed, skipped)
+    return Outcome(stage, rc, seconds, passed, failed, skipped, cpu)
 
 
 def main(argv: list[str]) -> int:
@@ -168,7 +185,7 @@ def main(argv: list[str]) -> int:
     # A scenario's cleanup must not remove the lab networks while a scenario beside it is between its prepare and its
     # create; they are released once, after every stage.
     os.environ["SPARKOPS_LAB_KEEP_NETWORKS"] = "1"
-    started = time.monotonic()
+    started, cpu_at_start = time.monotonic(), machine_cpu()
     by_name = {s.name: s for s in stages}
     done: dict[str, Outcome] = {}
     for stage in stages:
@@ -184,10 +201,12 @@ def main(argv: list[str]) -> int:
         release = [sys.executable, str(REPO / "tests" / "lab" / "spark_lab.py"), "release"]
         subprocess.run(release, cwd=REPO, env={k: v for k, v in os.environ.items() if k != "SPARKOPS_LAB_KEEP_NETWORKS"}, check=False, capture_output=True)
     outcomes = [done[s.name] for s in stages]
-    print("\nstage                      seconds  passed  failed  skipped")
+    print("\nstage                      seconds  cpu (s)  passed  failed  skipped")
     for o in outcomes:
-        print(f"{o.stage.name:<26} {o.seconds:7.1f} {o.passed:7d} {o.failed:7d} {o.skipped:8d}")
-    print(f"{'total':<26} {time.monotonic() - started:7.1f}")
+        print(f"{o.stage.name:<26} {o.seconds:7.1f} {o.cpu:8.0f} {o.passed:7d} {o.failed:7d} {o.skipped:8d}")
+    print(f"{'total':<26} {time.monotonic() - started:7.1f} {sum(o.cpu for o in outcomes):8.0f}")
+    busy, idle = (end - start for end, start in zip(machine_cpu(), cpu_at_start, strict=True))
+    print(f"this machine's CPUs ({os.cpu_count()}, the lab's containers included) were busy {100 * busy / max(busy + idle, 1e-9):.0f} % of the time")
     passed = sum(o.passed for o in outcomes)
     failed = sum(o.failed for o in outcomes)
     skipped = sum(o.skipped for o in outcomes)

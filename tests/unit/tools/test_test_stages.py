@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,20 @@ def test_a_failing_stage_names_itself_and_its_failed_cases(output: Path, capsys:
     printed = capsys.readouterr().out.splitlines()
     assert printed[1].startswith("<== unit: FAILED (rc=1) in ")
     assert printed[2] == "    failed: t.m::slow: assert 216 == 204"
+
+
+def test_a_stage_counts_the_cpu_its_process_tree_used_not_the_time_it_waited(output: Path) -> None:
+    """The CPU column (where `make test`'s time goes): a child's busy loop counts, a sleep does not."""
+    spin = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass"
+    busy = test_stages.run_stage(test_stages.Stage("busy", ("bash", "-c", f"python3 -c '{spin}'")))
+    idle = test_stages.run_stage(test_stages.Stage("idle", ("sleep", "0.6")))
+    assert busy.cpu >= 0.5 and busy.rc == 0
+    assert idle.cpu < 0.2 and idle.seconds >= 0.6
+
+
+def test_the_machine_cpu_counts_busy_and_idle_time_as_it_passes() -> None:
+    busy, idle = test_stages.machine_cpu()
+    time.sleep(0.3)
+    later_busy, later_idle = test_stages.machine_cpu()
+    assert later_busy >= busy and later_idle >= idle
+    assert 0.2 <= (later_busy - busy) + (later_idle - idle) <= 0.3 * (os.cpu_count() or 1) + 0.5  # every CPU's time passed

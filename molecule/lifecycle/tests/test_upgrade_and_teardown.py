@@ -1,9 +1,9 @@
-"""Upgrades of vLLM on the deployed lab: one whose new version does not serve is rolled back to the serving install
-on every node (and the run fails saying so); one that serves replaces it and leaves no copy behind. Then
-playbooks/teardown.yml: check mode lists what would go and changes nothing; the run removes
-every unit, environment file, venv, key and listening port the collection installed (the workers' model copies with
-teardown_models, the head's kept), leaves a service it did not install alone, and a second run changes nothing.
-test_via_awx.py runs next: its Deploy job redeploys the torn-down lab with site.yml."""
+"""Upgrades of vLLM and Ray on the lab test_deploy_via_awx.py deployed (through AWX's Deploy job template): one whose new
+version does not serve is rolled back to the serving install on every node (and the run fails saying so); one that
+serves replaces it and leaves no copy behind. Then playbooks/teardown.yml: check mode lists what would go and changes
+nothing; the run removes every unit, environment file, venv, key and listening port the collection installed (the
+workers' model copies with teardown_models, the head's kept), leaves a service it did not install alone, and a second
+run changes nothing. Teardown runs last: nothing in this scenario runs after it."""
 
 from __future__ import annotations
 

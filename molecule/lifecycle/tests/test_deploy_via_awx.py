@@ -1,10 +1,11 @@
 """The job templates of awx/job_templates.yml, launched as AWX launches them (ansible-runner, a private data directory
-laid out as AWX lays it out: tests/lab/sparklab/awx_job.py) against this converged lab, asserting on runner events:
-Deploy serves; Preview, Redeploy serving and a second Deploy change nothing; a survey answer that breaks the inventory
-contract fails in preflight; a wrong answer is refused before anything runs; Status reports; Benchmark measures the
-stand-in's known token rate and first-token delay. No secret appears in any event, stdout or artifact at -vvvv.
+laid out as AWX lays it out: tests/lab/sparklab/awx_job.py) against this scenario's fresh nodes, asserting on runner
+events: Deploy serves (the scenario's deploy: it has no converge step); Preview, Redeploy serving and a second Deploy
+change nothing; a survey answer that breaks the inventory contract fails in preflight; a wrong answer is refused
+before anything runs; Status reports; Benchmark measures the stand-in's known token rate and first-token delay. No
+secret appears in any event, stdout or artifact at -vvvv.
 
-Runs after the other tests of this scenario (file order): it also brings serving back from their last crash test."""
+Runs first in this scenario (file order); test_upgrade_and_teardown.py upgrades and tears down what Deploy installed."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from sparklab.scenario import node  # noqa: E402
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
 HEAD_MGMT_IP = os.environ["RAY_LAB_HEAD_MGMT_IP"]
+HEAD_FABRIC_IP = os.environ["RAY_LAB_HEAD_FABRIC_IP"]
 API_KEY = os.environ["SERVE_LAB_API_KEY"]
 MODEL = os.environ["SERVE_LAB_MODEL"]
 HF_TOKEN = "hf_labAWXsecretTOKEN5b1e0c"
@@ -92,8 +94,8 @@ def machine_credential(work: Path) -> str:
 def controller(tmp_path_factory: pytest.TempPathFactory) -> awx_job.Controller:
     for name in (HEAD, WORKER):
         node(name).check_output(f"echo '{json.dumps(BEHAVIOUR)}' > /etc/sparkops-lab/vllm.json")
-    # The stand-in reads its pace at start: restart it where it runs (test_upgrade_and_teardown.py tore the lab down,
-    # and Deploy below installs and starts it again).
+    # The stand-in reads its pace at start: restart it where it runs (on fresh nodes nothing runs yet, and Deploy below
+    # installs and starts it).
     node(HEAD).check_output(f"if systemctl cat {UNIT} >/dev/null 2>&1; then systemctl reset-failed {UNIT}; systemctl restart {UNIT}; fi")
     work = tmp_path_factory.mktemp("awx")
     return awx_job.Controller(
@@ -184,7 +186,7 @@ def test_status_reports_what_runs_where(controller: awx_job.Controller) -> None:
     job = controller.launch(awx_job.Launch("sparkops Status"))
     ok(job)
     report = json.dumps([e["event_data"].get("res", {}) for e in job.events if e.get("event") == "runner_on_ok"])
-    assert f"{HEAD}: head, fabric 192.168.200.51" in report and "sparkops-vllm.service=active/running" in report, report[-2000:]
+    assert f"{HEAD}: head, fabric {HEAD_FABRIC_IP}" in report and "sparkops-vllm.service=active/running" in report, report[-2000:]
 
 
 def test_benchmark_measures_the_known_pace(controller: awx_job.Controller) -> None:
