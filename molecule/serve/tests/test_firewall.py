@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.scenario import node, playbook, recap  # noqa: E402
+from sparklab.scenario import Api, node, playbook, recap, wait_until  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -87,6 +87,13 @@ def worker() -> t.Any:
     return node(WORKER)
 
 
+@pytest.fixture(scope="module")
+def serving() -> None:
+    """The API port is checked open to clients, so vLLM must be back from side_effect's reboot first (this file runs
+    first; under a busy machine the cluster and the engine take longer than the tests before the port checks)."""
+    assert wait_until(lambda: Api.from_env().serves(timeout=10), 180, step=2), "vLLM did not serve within 180 s of the reboot"
+
+
 def test_the_firewall_came_back_with_the_reboot_from_its_enabled_unit(head: t.Any, worker: t.Any) -> None:
     for host in (head, worker):
         assert host.check_output("systemctl is-enabled sparkops-firewall.service") == "enabled"
@@ -106,6 +113,7 @@ def live_ray_ports(head: t.Any) -> list[int]:
     return ports
 
 
+@pytest.mark.usefixtures("serving")
 def test_no_ray_port_answers_from_the_management_network(head: t.Any) -> None:
     # From the head itself each of them answers (the ports are live) ...
     ports = live_ray_ports(head)
@@ -117,6 +125,7 @@ def test_no_ray_port_answers_from_the_management_network(head: t.Any) -> None:
     assert connect_from_here(HEAD_MGMT_IP, 22) == "open"
 
 
+@pytest.mark.usefixtures("serving")
 def test_a_fabric_address_that_is_not_a_node_reaches_neither_ray_nor_the_api(head: t.Any, worker: t.Any) -> None:
     ports = live_ray_ports(head)
     subprocess.run(["podman", "exec", WORKER, "ip", "addr", "add", f"{NOT_A_NODE}/32", "dev", FABRIC_IF], check=True)
