@@ -55,7 +55,7 @@ sanity: setup
 	@python tools/test_stages.py --only ansible-test-sanity
 
 molecule: setup
-	@python tools/test_stages.py --only lab-prepare --only molecule-lab --only molecule-lab_miswired --only molecule-reclaim --only molecule-model --only molecule-serve --only molecule-lifecycle --only molecule-engine-up --only molecule-engine
+	@python tools/test_stages.py --labs
 
 # bench/run_all.py: each bench as docs/benchmarks.md runs it (those needing no lab first; serve_readiness's reboot part
 # on the demo lab, brought up and removed for it).

@@ -20,6 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 OUTPUT = REPO / "tests" / "output" / "ci"
 TAIL_LINES = 150
+LAB_STAGES = ("lab-prepare",)  # besides the molecule-* stages: what `make molecule` (--labs) runs
 
 
 @dataclass(frozen=True)
@@ -44,30 +45,40 @@ STAGES: tuple[Stage, ...] = (
     Stage("collection-build", ("bash", "tools/check_build.sh")),
     Stage("execution-environment", ("bash", "tools/check_ee.sh")),
     Stage("lab-prepare", ("python", "tests/lab/spark_lab.py", "prepare", "--engine")),
-    Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
-    Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
     Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
-    Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
-    Stage("molecule-lifecycle", ("molecule", "test", "-s", "lifecycle"), "molecule-lifecycle.xml"),
-    # The engine scenario in two stages (tools/molecule_split.sh): its lab created and converged beside other stages,
-    # its side effect and verifier alone.
+    Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
+    # The engine scenario in four stages (tools/molecule_split.sh), its test files in their order: its lab created
+    # and converged, its side effect (a reboot) and recovery tests, beside other stages; its benchmark alone; its image
+    # tests (which end in a teardown) beside other stages again, then its lab destroyed.
     Stage("molecule-engine-up", ("bash", "tools/molecule_split.sh", "up", "engine")),
-    Stage("molecule-engine", ("bash", "tools/molecule_split.sh", "finish", "engine"), "molecule-engine.xml"),
+    Stage("molecule-engine-recovery", ("bash", "tools/molecule_split.sh", "verify", "engine", "recovery", "test_engine.py"), "molecule-engine-recovery.xml"),
+    Stage(
+        "molecule-engine-benchmark",
+        ("bash", "tools/molecule_split.sh", "verify", "engine", "benchmark", "test_engine_benchmark.py"),
+        "molecule-engine-benchmark.xml",
+    ),
+    Stage("molecule-lifecycle", ("molecule", "test", "-s", "lifecycle"), "molecule-lifecycle.xml"),
+    Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
+    Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
+    Stage("molecule-engine-images", ("bash", "tools/molecule_split.sh", "finish", "engine", "images", "test_engine_image.py"), "molecule-engine-images.xml"),
 )
 
 
-# Stages that run at the same time, each lane in order (CI has 2 cores), then the engine scenario's side effect and
-# verifier alone (its recovery tests time the real engine on both cores, and its benchmark compares two load
-# generators, which a neighbour's load would skew). The lanes:
-# - the static checks, then the unit tests (on every core), then the lab, lab_miswired and model scenarios and the
-#   engine scenario's lab (created and converged: its real engine installed and loaded);
-# - the lab's preparation (node image, wheelhouses, the engine's download: once; every scenario's dependency step then
-#   finds it done, or waits on its lock), then the reclaim, serve and lifecycle scenarios.
+# Stages that run at the same time: groups of lanes, one group after the other (a group starts where its first stage
+# comes in STAGES), each lane's stages in order (CI has 2 cores); a stage in no group runs alone. Between the two
+# groups, alone: the engine scenario's benchmark, which compares two load generators within 15 % (a neighbour's load
+# would skew one run and not the other).
+# - first: the static checks, then the unit tests (on every core), then the engine scenario's lab (created and
+#   converged: its real engine installed and loaded), its reboot and its recovery tests; beside them the lab's
+#   preparation (node image, wheelhouses, the engine's download: once; every scenario's dependency step then finds it
+#   done, or waits on its lock), then the reclaim, serve and lab scenarios;
+# - then: the lifecycle and lab_miswired scenarios; beside them the model scenario, then the engine scenario's image
+#   tests (they end in its teardown) and its lab destroyed.
 # Two lanes, not more: `make test` keeps both cores busy (it prints how busy), so a third lane only slowed the others
-# (measured 2026-12-03: 3191 s against 2912 s, docs/benchmarks.md). A group starts where its first stage would; its
-# stages' outcomes are listed in STAGES' order. Scenarios side by side share the lab's networks: `make test` keeps them
-# (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
+# (measured 2026-12-03: 3191 s against 2912 s, docs/benchmarks.md). A group's stages' outcomes are listed in STAGES'
+# order. Scenarios side by side share the lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and
+# releases them once at the end.
 
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
@@ -84,12 +95,14 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "playbook-syntax",
             "collection-build",
             "execution-environment",
-            "molecule-lab",
-            "molecule-lab_miswired",
-            "molecule-model",
             "molecule-engine-up",
+            "molecule-engine-recovery",
         ),
-        ("lab-prepare", "molecule-reclaim", "molecule-serve", "molecule-lifecycle"),
+        ("lab-prepare", "molecule-reclaim", "molecule-serve", "molecule-lab"),
+    ),
+    (
+        ("molecule-lifecycle", "molecule-lab_miswired"),
+        ("molecule-model", "molecule-engine-images"),
     ),
 )
 
@@ -128,13 +141,16 @@ def junit_failures(path: Path) -> list[str]:
     return found
 
 
-def machine_cpu() -> tuple[float, float]:
-    """(busy, idle) seconds of every CPU of this machine since boot (/proc/stat's first line: lab containers included)."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+def machine_cpu(stat: str | None = None) -> tuple[float, float, float]:
+    """(busy, idle, steal) seconds of every CPU of this machine since boot (/proc/stat's first line, or ``stat``'s: lab
+    containers included). Steal, the time a virtual machine's hypervisor gave its CPUs to someone else, counts in busy:
+    this machine could not use it either."""
+    text = stat if stat is not None else Path("/proc/stat").read_text()
+    fields = [int(v) for v in text.split("\n", 1)[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle, iowait
     busy = sum(fields[:8]) - idle  # user nice system idle iowait irq softirq steal (guest time is within user)
     tick = os.sysconf("SC_CLK_TCK")
-    return busy / tick, idle / tick
+    return busy / tick, idle / tick, fields[7] / tick
 
 
 def run_stage(stage: Stage) -> Outcome:
@@ -171,6 +187,7 @@ def run_stage(stage: Stage) -> Outcome:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", action="append", default=[], help="run only these stages (repeatable)")
+    parser.add_argument("--labs", action="store_true", help="run only the lab's stages (its preparation and every Molecule scenario)")
     parser.add_argument("--list", action="store_true", help="list the stages and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -179,7 +196,8 @@ def main(argv: list[str]) -> int:
     unknown = set(args.only) - {s.name for s in STAGES}
     if unknown:
         parser.error(f"unknown stage(s): {', '.join(sorted(unknown))}")
-    stages = [s for s in STAGES if s.name in args.only] if args.only else list(STAGES)
+    wanted = set(args.only) | ({s.name for s in STAGES if s.name in LAB_STAGES or s.name.startswith("molecule-")} if args.labs else set())
+    stages = [s for s in STAGES if s.name in wanted] if wanted else list(STAGES)
     OUTPUT.mkdir(parents=True, exist_ok=True)
     os.environ["SPARKOPS_JUNIT_DIR"] = str(OUTPUT)
     # A scenario's cleanup must not remove the lab networks while a scenario beside it is between its prepare and its
@@ -205,8 +223,12 @@ def main(argv: list[str]) -> int:
     for o in outcomes:
         print(f"{o.stage.name:<26} {o.seconds:7.1f} {o.cpu:8.0f} {o.passed:7d} {o.failed:7d} {o.skipped:8d}")
     print(f"{'total':<26} {time.monotonic() - started:7.1f} {sum(o.cpu for o in outcomes):8.0f}")
-    busy, idle = (end - start for end, start in zip(machine_cpu(), cpu_at_start, strict=True))
-    print(f"this machine's CPUs ({os.cpu_count()}, the lab's containers included) were busy {100 * busy / max(busy + idle, 1e-9):.0f} % of the time")
+    busy, idle, steal = (end - start for end, start in zip(machine_cpu(), cpu_at_start, strict=True))
+    total = max(busy + idle, 1e-9)
+    print(
+        f"this machine's CPUs ({os.cpu_count()}, the lab's containers included) were busy {100 * busy / total:.0f} % of the time"
+        f" (stolen by the hypervisor: {100 * steal / total:.0f} %)"
+    )
     passed = sum(o.passed for o in outcomes)
     failed = sum(o.failed for o in outcomes)
     skipped = sum(o.skipped for o in outcomes)

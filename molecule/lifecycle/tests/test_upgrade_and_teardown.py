@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
 from sparklab import broken_ray_wheel, vllm_wheel  # noqa: E402
-from sparklab.scenario import Api, node, playbook, recap, wait_until  # noqa: E402
+from sparklab.scenario import Api, node, playbook, recap  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -76,11 +76,6 @@ def ray_version(name: str) -> str:
     return str(node(name).check_output("/opt/sparkops/ray/bin/python -c \"import importlib.metadata as m; print(m.version('ray'))\""))
 
 
-def serves_within(seconds: float) -> bool:
-    """The endpoint answers a completion within ``seconds`` (vLLM comes back through its start gate after Ray does)."""
-    return wait_until(answers, seconds, step=2)
-
-
 def test_a_ray_upgrade_whose_cluster_does_not_form_is_rolled_back(tmp_path: Path) -> None:
     """Ray 2.60.1 as a release that installs but does not start (tests/lab/sparklab/broken_ray_wheel.py) in the nodes'
     wheelhouse: ray_cluster keeps a copy of the venv, restarts Ray on the new one, the cluster does not form, the copy
@@ -98,7 +93,7 @@ def test_a_ray_upgrade_whose_cluster_does_not_form_is_rolled_back(tmp_path: Path
         for name in (HEAD, WORKER):
             assert ray_version(name) == before, name
             assert not node(name).file("/opt/sparkops/ray.previous").exists, name
-        assert serves_within(180)
+        assert Api.from_env().serves_within(180, timeout=30)
     finally:
         for name in (HEAD, WORKER):
             node(name).check_output(f"rm -f /opt/sparkops/wheelhouse/{wheel.name}")

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.scenario import Api, node, playbook, recap, wait_until  # noqa: E402
+from sparklab.scenario import Api, node, playbook, recap  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -91,8 +91,7 @@ def worker() -> t.Any:
 def serving() -> None:
     """The API port is checked open to clients, so vLLM must be back from side_effect's reboot first (this file runs
     first; under a busy machine the cluster and the engine take longer than the tests before the port checks)."""
-    served = wait_until(lambda: Api.from_env().serves(timeout=10), 180, step=2)
-    assert served, f"vLLM on {HEAD} ({HEAD_MGMT_IP}:{SERVE_PORT}) did not serve within 180 s of the reboot"
+    assert Api.from_env().serves_within(180), f"vLLM on {HEAD} ({HEAD_MGMT_IP}:{SERVE_PORT}) did not serve within 180 s of the reboot"
 
 
 def test_the_firewall_came_back_with_the_reboot_from_its_enabled_unit(head: t.Any, worker: t.Any) -> None:

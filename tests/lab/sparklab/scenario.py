@@ -100,6 +100,11 @@ class Api:
         except openai.OpenAIError:
             return False
 
+    def serves_within(self, seconds: float, timeout: float = 10) -> bool:
+        """:meth:`serves` (each try up to ``timeout`` seconds) true within ``seconds``, trying every 2 s: vLLM back after
+        a reboot or a rollback, through its start gate once Ray is."""
+        return wait_until(lambda: self.serves(timeout=timeout), seconds, step=2)
+
 
 def module_result(host: str, module: str, args: dict[str, t.Any]) -> dict[str, t.Any]:
     """An ad-hoc ``ansible <host> -m <module>``'s result (its JSON after " => "), failed or not."""

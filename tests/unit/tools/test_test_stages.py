@@ -66,6 +66,16 @@ def test_main_prints_the_closing_line_and_exit_status(output: Path, monkeypatch:
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == "1 passed, 0 failed"
 
 
+def test_labs_runs_the_labs_preparation_and_molecule_stages_only(output: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    stages = ("unit", "false"), ("lab-prepare", "true"), ("molecule-a", "true"), ("molecule-b-up", "true"), ("ruff", "false")
+    monkeypatch.setattr(test_stages, "STAGES", tuple(test_stages.Stage(name, (command,)) for name, command in stages))
+    monkeypatch.setattr(test_stages, "LANES", ())
+    assert test_stages.main(["--labs"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().splitlines()[-1] == "3 passed, 0 failed"
+    assert "==> lab-prepare" in out and "==> molecule-b-up" in out and "==> unit" not in out and "==> ruff" not in out
+
+
 def test_a_failing_stage_names_itself_and_its_failed_cases(output: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Lanes run side by side, so the closing line names its stage; a failed test case is named before the log's tail."""
     cases = '<testcase classname="t.m" name="ok"/><testcase classname="t.m" name="slow"><failure message="assert 216 == 204&#10;  more"/></testcase>'
@@ -87,8 +97,45 @@ def test_a_stage_counts_the_cpu_its_process_tree_used_not_the_time_it_waited(out
 
 
 def test_the_machine_cpu_counts_busy_and_idle_time_as_it_passes() -> None:
-    busy, idle = test_stages.machine_cpu()
+    busy, idle, steal = test_stages.machine_cpu()
     time.sleep(0.3)
-    later_busy, later_idle = test_stages.machine_cpu()
-    assert later_busy >= busy and later_idle >= idle
+    later_busy, later_idle, later_steal = test_stages.machine_cpu()
+    assert later_busy >= busy and later_idle >= idle and later_steal >= steal
     assert 0.2 <= (later_busy - busy) + (later_idle - idle) <= 0.3 * (os.cpu_count() or 1) + 0.5  # every CPU's time passed
+
+
+def test_the_machine_cpu_counts_steal_as_busy_and_apart() -> None:
+    tick = os.sysconf("SC_CLK_TCK")
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    stat = "cpu  100 10 50 800 40 5 5 90 0 0\ncpu0 1 2 3\n"
+    assert test_stages.machine_cpu(stat) == (260 / tick, 840 / tick, 90 / tick)
+
+
+def test_every_laned_stage_is_a_stage_once_and_each_group_is_one_run_of_stages() -> None:
+    """A group runs where its first stage comes in STAGES: a stage outside it between its first and last would run
+    after the whole group, out of the order STAGES shows."""
+    names = [s.name for s in test_stages.STAGES]
+    laned = [name for group in test_stages.LANES for lane in group for name in lane]
+    assert sorted(laned) == sorted(set(laned)) and set(laned) <= set(names)
+    for group in test_stages.LANES:
+        members = {name for lane in group for name in lane}
+        positions = sorted(names.index(name) for name in members)
+        assert set(names[positions[0] : positions[-1] + 1]) == members, group
+
+
+def test_a_split_scenarios_parts_run_each_of_its_test_files_once_in_their_order() -> None:
+    """tools/molecule_split.sh's verify and finish parts of a scenario, in STAGES order: every test file of the
+    scenario once, in the order pytest would run them in one verify (a later part may rely on what an earlier left)."""
+    parts: dict[str, list[str]] = {}
+    for stage in test_stages.STAGES:
+        if stage.argv[:2] == ("bash", "tools/molecule_split.sh") and stage.argv[2] in ("verify", "finish"):
+            parts.setdefault(stage.argv[3], []).extend(stage.argv[5:])
+    assert parts, "no split scenario"
+    for scenario, files in parts.items():
+        tests = sorted(path.name for path in (test_stages.REPO / "molecule" / scenario / "tests").glob("test_*.py"))
+        assert files == tests, scenario
+    actions = [(s.argv[3], s.argv[2]) for s in test_stages.STAGES if s.argv[:2] == ("bash", "tools/molecule_split.sh")]
+    for scenario in parts:
+        # up first, then its parts, the last one its finish (its lab destroyed), and no other finish
+        steps = [action for name, action in actions if name == scenario]
+        assert steps[0] == "up" and steps[-1] == "finish" and steps.count("finish") == 1, (scenario, steps)
