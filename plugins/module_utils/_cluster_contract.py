@@ -94,15 +94,15 @@ class ClusterPlan:
     world_size: int
 
     def as_dict(self) -> dict[str, t.Any]:
-        return {
-            "head": self.head,
-            "workers": list(self.workers),
-            "nodes": [self.head, *self.workers],
-            "fabric_ips": dict(self.fabric_ips),
-            "head_fabric_ip": self.fabric_ips[self.head],
-            "fabric_subnet": self.fabric_subnet,
-            "world_size": self.world_size,
-        }
+        return {**_topology_dict(self.head, self.workers, self.fabric_ips), "fabric_subnet": self.fabric_subnet, "world_size": self.world_size}
+
+
+def _topology_dict(head: str, workers: t.Sequence[str], fabric_ips: t.Mapping[str, str] | None) -> dict[str, t.Any]:
+    """The plan's head, workers, nodes (head first) and, with ``fabric_ips``, the fabric addresses and the head's."""
+    topology: dict[str, t.Any] = {"head": head, "workers": list(workers), "nodes": [head, *workers]}
+    if fabric_ips is not None:
+        topology.update(fabric_ips=dict(fabric_ips), head_fabric_ip=fabric_ips[head])
+    return topology
 
 
 class ContractError(ValueError):
@@ -111,6 +111,52 @@ class ContractError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
         self.problems = problems
+
+
+class TopologyError(ValueError):
+    """The groups, or a node's fabric address, give no cluster: one problem, naming the group or the host."""
+
+
+def members(groups: t.Mapping[str, t.Any]) -> tuple[list[str], list[str]]:
+    """The hosts of HEAD_GROUP, and those of WORKER_GROUP that are not also there (inventory order, repeats dropped)."""
+    heads = list(groups.get(HEAD_GROUP) or [])
+    workers = [h for h in dict.fromkeys(groups.get(WORKER_GROUP) or []) if h not in heads]
+    return heads, workers
+
+
+def _head_count_problem(heads: list[str]) -> str | None:
+    return None if len(heads) == 1 else f"group {HEAD_GROUP} must hold exactly one host, it holds {len(heads)}: {heads}"
+
+
+def _both_groups_problems(groups: t.Mapping[str, t.Any], heads: list[str]) -> list[str]:
+    return [f"host {host} is in both {HEAD_GROUP} and {WORKER_GROUP}" for host in groups.get(WORKER_GROUP) or [] if host in heads]
+
+
+def _no_address_problem(host: str) -> str:
+    return f"host {host} has no {FABRIC_IP_VAR}"
+
+
+def topology(groups: t.Mapping[str, t.Any], fabric_ips: t.Mapping[str, t.Any] | None) -> dict[str, t.Any]:
+    """The plan's head, workers, nodes, fabric_ips and head_fabric_ip (as ClusterPlan.as_dict has them) from the
+    inventory alone, for a role run without the preflight's plan; raise TopologyError on the first problem.
+
+    ``groups`` maps group names to host names and ``fabric_ips`` maps hosts to their ``sparkops_fabric_ip`` (None or
+    absent when unset). The addresses are taken as given: validate() is what checks them. With ``fabric_ips`` None the
+    addresses are neither read nor returned (a role that needs only the hosts).
+    """
+    heads, workers = members(groups)
+    problem = _head_count_problem(heads)
+    both = _both_groups_problems(groups, heads)
+    if problem is None and both:
+        problem = both[0]
+    if problem is None and fabric_ips is not None:
+        missing = [host for host in [*heads, *workers] if fabric_ips.get(host) is None]
+        problem = _no_address_problem(missing[0]) if missing else None
+    if problem is not None:
+        raise TopologyError(problem)
+    if fabric_ips is None:
+        return _topology_dict(heads[0], workers, None)
+    return _topology_dict(heads[0], workers, {host: str(fabric_ips[host]) for host in [*heads, *workers]})
 
 
 def _positive_int(name: str, value: t.Any, problems: list[str]) -> int | None:
@@ -301,13 +347,9 @@ def validate(
     their ``ray_cluster_extra_args``.
     """
     problems: list[str] = []
-    heads = list(groups.get(HEAD_GROUP) or [])
-    workers = [h for h in dict.fromkeys(groups.get(WORKER_GROUP) or []) if h not in heads]
-    if len(heads) != 1:
-        problems.append(f"group {HEAD_GROUP} must hold exactly one host, it holds {len(heads)}: {heads}")
-    for host in groups.get(WORKER_GROUP) or []:
-        if host in heads:
-            problems.append(f"host {host} is in both {HEAD_GROUP} and {WORKER_GROUP}")
+    heads, workers = members(groups)
+    head_problem = _head_count_problem(heads)
+    problems += ([head_problem] if head_problem is not None else []) + _both_groups_problems(groups, heads)
     if not workers:
         problems.append(f"group {WORKER_GROUP} must hold at least one host (sparkops.inference spans two or more Sparks)")
 
@@ -335,7 +377,7 @@ def validate(
     for host in [*heads, *workers]:
         raw = fabric_ips.get(host)
         if raw is None:
-            problems.append(f"host {host} has no {FABRIC_IP_VAR}")
+            problems.append(_no_address_problem(host))
             continue
         try:
             addr = ipaddress.IPv4Address(str(raw))

@@ -15,6 +15,8 @@ from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contra
     WORKER_GROUP,
     ClusterPlan,
     ContractError,
+    TopologyError,
+    topology,
     validate,
 )
 
@@ -659,3 +661,85 @@ def test_port_clash_is_reported_with_a_missing_cluster_variable() -> None:
     assert len(problems) == 2, problems
     assert "sparkops_model_repo is not set" in problems[0]
     assert problems[1].startswith("sparkops_serve_port 6379 (vLLM's API) clashes with ray_cluster_port 6379")
+
+
+# topology(): the plan's hosts and addresses from the inventory alone (the cluster_topology filter, for roles run
+# without the preflight).
+TOPOLOGY_KEYS = ["head", "workers", "nodes", "fabric_ips", "head_fabric_ip"]
+
+
+def test_topology_of_a_valid_inventory_is_the_plans() -> None:
+    groups, fabric_ips = make_inventory(4)
+    got = topology(groups, fabric_ips)
+    assert list(got) == TOPOLOGY_KEYS
+    assert got == {
+        key: value
+        for key, value in validate(groups, fabric_ips, make_cluster(sparkops_gpus_per_node=1, sparkops_tensor_parallel_size=4)).as_dict().items()
+        if key in TOPOLOGY_KEYS
+    }
+    assert got == {
+        "head": "spark-head",
+        "workers": ["spark-worker1", "spark-worker2", "spark-worker3"],
+        "nodes": ["spark-head", "spark-worker1", "spark-worker2", "spark-worker3"],
+        "fabric_ips": {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12", "spark-worker2": "192.168.200.13", "spark-worker3": "192.168.200.14"},
+        "head_fabric_ip": "192.168.200.11",
+    }
+
+
+def test_topology_keeps_the_inventory_order_of_the_workers_and_drops_repeats() -> None:
+    groups = {HEAD_GROUP: ["h"], WORKER_GROUP: ["w3", "w1", "w3", "w2"], "other": ["x"]}
+    fabric_ips = {"h": "10.0.0.1", "w1": "10.0.0.2", "w2": "10.0.0.3", "w3": "10.0.0.4", "x": None}
+    got = topology(groups, fabric_ips)
+    assert got["workers"] == ["w3", "w1", "w2"] and got["nodes"] == ["h", "w3", "w1", "w2"]
+    assert got["fabric_ips"] == {"h": "10.0.0.1", "w3": "10.0.0.4", "w1": "10.0.0.2", "w2": "10.0.0.3"}
+
+
+def test_topology_takes_the_addresses_as_given() -> None:
+    # validate() checks addresses; topology() only needs one per node, as the roles used them before the plan.
+    got = topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w"]}, {"h": "spark-head.lan", "w": "10.0.0.2"})
+    assert got["head_fabric_ip"] == "spark-head.lan" and got["fabric_ips"] == {"h": "spark-head.lan", "w": "10.0.0.2"}
+
+
+def test_topology_without_addresses_leaves_them_out_and_needs_none() -> None:
+    assert topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w1", "w2"]}, None) == {"head": "h", "workers": ["w1", "w2"], "nodes": ["h", "w1", "w2"]}
+
+
+def test_topology_of_a_head_alone() -> None:
+    assert topology({HEAD_GROUP: ["h"]}, {"h": "10.0.0.1"}) == {
+        "head": "h",
+        "workers": [],
+        "nodes": ["h"],
+        "fabric_ips": {"h": "10.0.0.1"},
+        "head_fabric_ip": "10.0.0.1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("groups", "fabric_ips", "said"),
+    [
+        ({WORKER_GROUP: ["w"]}, {"w": "10.0.0.2"}, "group spark_head must hold exactly one host, it holds 0: []"),
+        ({HEAD_GROUP: [], WORKER_GROUP: ["w"]}, {"w": "10.0.0.2"}, "group spark_head must hold exactly one host, it holds 0: []"),
+        ({HEAD_GROUP: ["h1", "h2"], WORKER_GROUP: ["w"]}, None, "group spark_head must hold exactly one host, it holds 2: ['h1', 'h2']"),
+        ({HEAD_GROUP: ["h"], WORKER_GROUP: ["w", "h"]}, None, "host h is in both spark_head and spark_workers"),
+        ({HEAD_GROUP: ["h"], WORKER_GROUP: ["w"]}, {"h": "10.0.0.1"}, "host w has no sparkops_fabric_ip"),
+        ({HEAD_GROUP: ["h"], WORKER_GROUP: ["w"]}, {"h": None, "w": "10.0.0.2"}, "host h has no sparkops_fabric_ip"),
+    ],
+)
+def test_topology_refuses_what_gives_no_cluster(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any] | None, said: str) -> None:
+    with pytest.raises(TopologyError) as caught:
+        topology(groups, fabric_ips)
+    assert str(caught.value) == said
+
+
+@pytest.mark.parametrize(
+    ("groups", "fabric_ips"),
+    [
+        ({HEAD_GROUP: ["h1", "h2"], WORKER_GROUP: ["w"]}, {"h1": "192.168.200.11", "h2": "192.168.200.12", "w": "192.168.200.13"}),
+        ({HEAD_GROUP: ["h"], WORKER_GROUP: ["w"]}, {"h": "192.168.200.11"}),
+        ({HEAD_GROUP: ["h"], WORKER_GROUP: ["w", "h"]}, {"h": "192.168.200.11", "w": "192.168.200.12"}),
+    ],
+)
+def test_topology_says_what_the_contract_says(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any]) -> None:
+    with pytest.raises(TopologyError) as caught:
+        topology(groups, fabric_ips)
+    assert str(caught.value) in problems_of(groups, fabric_ips, make_cluster())
