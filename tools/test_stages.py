@@ -45,12 +45,15 @@ STAGES: tuple[Stage, ...] = (
     Stage("collection-build", ("bash", "tools/check_build.sh")),
     Stage("execution-environment", ("bash", "tools/check_ee.sh")),
     Stage("lab-prepare", ("python", "tests/lab/spark_lab.py", "prepare", "--engine")),
-    Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
-    Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
     Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
+    Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
+    Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
+    Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
+    Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
+    Stage("molecule-lifecycle", ("molecule", "test", "-s", "lifecycle"), "molecule-lifecycle.xml"),
     # The engine scenario in four stages (tools/molecule_split.sh), its test files in their order: its lab created
-    # and converged, its side effect (a reboot) and recovery tests, beside other stages; its benchmark alone; its image
-    # tests (which end in a teardown) beside other stages again, then its lab destroyed.
+    # and converged beside other stages; then alone its side effect (a reboot) and recovery tests, its benchmark, and
+    # its image tests (which end in a teardown), then its lab destroyed.
     Stage("molecule-engine-up", ("bash", "tools/molecule_split.sh", "up", "engine")),
     Stage("molecule-engine-recovery", ("bash", "tools/molecule_split.sh", "verify", "engine", "recovery", "test_engine.py"), "molecule-engine-recovery.xml"),
     Stage(
@@ -58,27 +61,23 @@ STAGES: tuple[Stage, ...] = (
         ("bash", "tools/molecule_split.sh", "verify", "engine", "benchmark", "test_engine_benchmark.py"),
         "molecule-engine-benchmark.xml",
     ),
-    Stage("molecule-lifecycle", ("molecule", "test", "-s", "lifecycle"), "molecule-lifecycle.xml"),
-    Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
-    Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-engine-images", ("bash", "tools/molecule_split.sh", "finish", "engine", "images", "test_engine_image.py"), "molecule-engine-images.xml"),
 )
 
 
-# Stages that run at the same time: groups of lanes, one group after the other (a group starts where its first stage
-# comes in STAGES), each lane's stages in order (CI has 2 cores); a stage in no group runs alone. Between the two
-# groups, alone: the engine scenario's benchmark, which compares two load generators within 15 % (a neighbour's load
-# would skew one run and not the other).
-# - first: the static checks, then the unit tests (on every core), then the engine scenario's lab (created and
-#   converged: its real engine installed and loaded), its reboot and its recovery tests; beside them the lab's
-#   preparation (node image, wheelhouses, the engine's download: once; every scenario's dependency step then finds it
-#   done, or waits on its lock), then the reclaim, serve and lab scenarios;
-# - then: the lifecycle and lab_miswired scenarios; beside them the model scenario, then the engine scenario's image
-#   tests (they end in its teardown) and its lab destroyed.
-# Two lanes, not more: `make test` keeps both cores busy (it prints how busy), so a third lane only slowed the others
-# (measured 2026-12-03: 3191 s against 2912 s, docs/benchmarks.md). A group's stages' outcomes are listed in STAGES'
-# order. Scenarios side by side share the lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and
-# releases them once at the end.
+# Stages that run at the same time: groups of lanes (a group starts where its first stage comes in STAGES), each
+# lane's stages in order (CI has 2 cores); a stage in no group runs alone. The lanes:
+# - the static checks, then the unit tests (on every core), then the lab, lab_miswired and model scenarios and the
+#   engine scenario's lab (created and converged: its real engine installed and loaded);
+# - the lab's preparation (node image, wheelhouses, the engine's download: once; every scenario's dependency step then
+#   finds it done, or waits on its lock), then the reclaim, serve and lifecycle scenarios.
+# Then, alone, the engine scenario's reboot and recovery tests (timed against the engine's own start), its benchmark
+# (two load generators compared within 15 %: a neighbour's load would skew one run and not the other) and its image
+# tests. Measured 2026-12-03 (docs/benchmarks.md): a regrouping that ran the engine's recovery and image tests beside
+# other scenarios and only its benchmark alone was slower (the serve scenario beside the unit tests and the engine's
+# install took 1432 s against 954), and a third lane slowed the others (3191 s against 2912 s): `make test` keeps both
+# cores busy (it prints how busy). A group's stages' outcomes are listed in STAGES' order. Scenarios side by side share
+# the lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
 
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
@@ -95,14 +94,12 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "playbook-syntax",
             "collection-build",
             "execution-environment",
+            "molecule-lab",
+            "molecule-lab_miswired",
+            "molecule-model",
             "molecule-engine-up",
-            "molecule-engine-recovery",
         ),
-        ("lab-prepare", "molecule-reclaim", "molecule-serve", "molecule-lab"),
-    ),
-    (
-        ("molecule-lifecycle", "molecule-lab_miswired"),
-        ("molecule-model", "molecule-engine-images"),
+        ("lab-prepare", "molecule-reclaim", "molecule-serve", "molecule-lifecycle"),
     ),
 )
 
