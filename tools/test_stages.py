@@ -51,17 +51,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
     Stage("molecule-lifecycle", ("molecule", "test", "-s", "lifecycle"), "molecule-lifecycle.xml"),
-    # The engine scenario in four stages (tools/molecule_split.sh), its test files in their order: its lab created
-    # and converged beside other stages; then alone its side effect (a reboot) and recovery tests, its benchmark, and
-    # its image tests (which end in a teardown), then its lab destroyed.
+    # The engine scenario in two stages (tools/molecule_split.sh): its lab created and converged beside other stages,
+    # its side effect and verifier alone.
     Stage("molecule-engine-up", ("bash", "tools/molecule_split.sh", "up", "engine")),
-    Stage("molecule-engine-recovery", ("bash", "tools/molecule_split.sh", "verify", "engine", "recovery", "test_engine.py"), "molecule-engine-recovery.xml"),
-    Stage(
-        "molecule-engine-benchmark",
-        ("bash", "tools/molecule_split.sh", "verify", "engine", "benchmark", "test_engine_benchmark.py"),
-        "molecule-engine-benchmark.xml",
-    ),
-    Stage("molecule-engine-images", ("bash", "tools/molecule_split.sh", "finish", "engine", "images", "test_engine_image.py"), "molecule-engine-images.xml"),
+    Stage("molecule-engine", ("bash", "tools/molecule_split.sh", "finish", "engine"), "molecule-engine.xml"),
 )
 
 
@@ -71,12 +64,13 @@ STAGES: tuple[Stage, ...] = (
 #   engine scenario's lab (created and converged: its real engine installed and loaded);
 # - the lab's preparation (node image, wheelhouses, the engine's download: once; every scenario's dependency step then
 #   finds it done, or waits on its lock), then the reclaim, serve and lifecycle scenarios.
-# Then, alone, the engine scenario's reboot and recovery tests (timed against the engine's own start), its benchmark
-# (two load generators compared within 15 %: a neighbour's load would skew one run and not the other) and its image
-# tests. Measured 2026-12-03 (docs/benchmarks.md): a regrouping that ran the engine's recovery and image tests beside
-# other scenarios and only its benchmark alone was slower (the serve scenario beside the unit tests and the engine's
-# install took 1432 s against 954), and a third lane slowed the others (3191 s against 2912 s): `make test` keeps both
-# cores busy (it prints how busy). A group's stages' outcomes are listed in STAGES' order. Scenarios side by side share
+# Then, alone, the engine scenario's side effect and verifier: its reboot and recovery tests (timed against the engine's
+# own start), its benchmark (two load generators compared within 15 %: a neighbour's load would skew one run and not the
+# other) and its image tests. Measured 2026-12-03 (docs/benchmarks.md): a regrouping that ran the engine's recovery and
+# image tests beside other scenarios and only its benchmark alone was slower (the serve scenario beside the unit tests
+# and the engine's install took 1432 s against 954), and its three parts run alone gained nothing on one stage (851 s
+# against 868); a third lane slowed the others (3191 s against 2912 s): `make test` keeps both cores busy (it prints
+# how busy). A group's stages' outcomes are listed in STAGES' order. Scenarios side by side share
 # the lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
 
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (

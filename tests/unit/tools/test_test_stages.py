@@ -121,21 +121,3 @@ def test_every_laned_stage_is_a_stage_once_and_each_group_is_one_run_of_stages()
         members = {name for lane in group for name in lane}
         positions = sorted(names.index(name) for name in members)
         assert set(names[positions[0] : positions[-1] + 1]) == members, group
-
-
-def test_a_split_scenarios_parts_run_each_of_its_test_files_once_in_their_order() -> None:
-    """tools/molecule_split.sh's verify and finish parts of a scenario, in STAGES order: every test file of the
-    scenario once, in the order pytest would run them in one verify (a later part may rely on what an earlier left)."""
-    parts: dict[str, list[str]] = {}
-    for stage in test_stages.STAGES:
-        if stage.argv[:2] == ("bash", "tools/molecule_split.sh") and stage.argv[2] in ("verify", "finish"):
-            parts.setdefault(stage.argv[3], []).extend(stage.argv[5:])
-    assert parts, "no split scenario"
-    for scenario, files in parts.items():
-        tests = sorted(path.name for path in (test_stages.REPO / "molecule" / scenario / "tests").glob("test_*.py"))
-        assert files == tests, scenario
-    actions = [(s.argv[3], s.argv[2]) for s in test_stages.STAGES if s.argv[:2] == ("bash", "tools/molecule_split.sh")]
-    for scenario in parts:
-        # up first, then its parts, the last one its finish (its lab destroyed), and no other finish
-        steps = [action for name, action in actions if name == scenario]
-        assert steps[0] == "up" and steps[-1] == "finish" and steps.count("finish") == 1, (scenario, steps)
