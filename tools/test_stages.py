@@ -50,7 +50,6 @@ STAGES: tuple[Stage, ...] = (
     Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
-    Stage("molecule-lifecycle", ("molecule", "test", "-s", "lifecycle"), "molecule-lifecycle.xml"),
     # The engine scenario in two stages (tools/molecule_split.sh): its lab created and converged beside other stages,
     # its side effect and verifier alone.
     Stage("molecule-engine-up", ("bash", "tools/molecule_split.sh", "up", "engine")),
@@ -63,7 +62,9 @@ STAGES: tuple[Stage, ...] = (
 # - the static checks, then the unit tests (on every core), then the lab, lab_miswired and model scenarios and the
 #   engine scenario's lab (created and converged: its real engine installed and loaded);
 # - the lab's preparation (node image, wheelhouses, the engine's download: once; every scenario's dependency step then
-#   finds it done, or waits on its lock), then the reclaim, serve and lifecycle scenarios.
+#   finds it done, or waits on its lock), then the reclaim and serve scenarios (serve: deployed through AWX, operated,
+#   rebooted, upgraded and torn down on one lab; as two scenarios, serve and lifecycle, it took two bring-ups and two
+#   first deploys).
 # Then, alone, the engine scenario's side effect and verifier: its reboot and recovery tests (timed against the engine's
 # own start), its benchmark (two load generators compared within 15 %: a neighbour's load would skew one run and not the
 # other) and its image tests. Measured 2026-12-03 (docs/benchmarks.md): a regrouping that ran the engine's recovery and
@@ -93,7 +94,7 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "molecule-model",
             "molecule-engine-up",
         ),
-        ("lab-prepare", "molecule-reclaim", "molecule-serve", "molecule-lifecycle"),
+        ("lab-prepare", "molecule-reclaim", "molecule-serve"),
     ),
 )
 

@@ -90,7 +90,7 @@ def worker() -> t.Any:
 @pytest.fixture(scope="module")
 def serving() -> None:
     """The API port is checked open to clients, so vLLM must be back from side_effect's reboot first (this file runs
-    first; under a busy machine the cluster and the engine take longer than the tests before the port checks)."""
+    first after it; under a busy machine the cluster and the engine take longer than the tests before the port checks)."""
     assert Api.from_env().serves_within(180), f"vLLM on {HEAD} ({HEAD_MGMT_IP}:{SERVE_PORT}) did not serve within 180 s of the reboot"
 
 

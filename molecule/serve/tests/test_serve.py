@@ -120,7 +120,7 @@ def test_a_flag_change_restarts_the_service_once() -> None:
     changed_pid = unit(HEAD, "MainPID")
     assert changed_pid != pid
     assert "--max-model-len 1024" in node(HEAD).check_output(f"cat /proc/{changed_pid}/cmdline | tr '\\0' ' '")
-    # A tag-scoped rerun changing nothing: molecule/lifecycle's Redeploy serving (--tags ray,serve) and second Deploy.
+    # A tag-scoped rerun changing nothing: test_deploy_via_awx.py's Redeploy serving (--tags ray,serve) and second Deploy.
 
 
 def test_a_crash_at_start_stops_at_the_start_limit_and_the_role_shows_the_journal() -> None:

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The broken Ray release the lifecycle scenario upgrades to (sparklab.broken_ray_wheel): pip installs it offline as the
+"""The broken Ray release the serve scenario upgrades to (sparklab.broken_ray_wheel): pip installs it offline as the
 version asked for, `import ray` reports that version, and `ray start` fails with the lab's message."""
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ change nothing; a survey answer that breaks the inventory contract fails in pref
 before anything runs; Status reports; Benchmark measures the stand-in's known token rate and first-token delay. No
 secret appears in any event, stdout or artifact at -vvvv.
 
-Runs first in this scenario (file order); test_upgrade_and_teardown.py upgrades and tears down what Deploy installed."""
+Runs first in this scenario (tests/conftest.py orders it); test_upgrade_and_teardown.py upgrades and tears down what Deploy
+installed, last."""
 
 from __future__ import annotations
 
