@@ -79,7 +79,6 @@ import typing as t
 from collections.abc import Callable
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import FABRIC_IP_VAR, TopologyError, members, topology
 
 
 def _host_var(hostvars: t.Mapping[str, t.Any], host: str, name: str) -> t.Any:
@@ -88,6 +87,9 @@ def _host_var(hostvars: t.Mapping[str, t.Any], host: str, name: str) -> t.Any:
 
 
 def cluster_topology_filter(groups: t.Any, hostvars: t.Any, addresses: t.Any = True) -> dict[str, t.Any]:
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
+    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import FABRIC_IP_VAR, TopologyError, members, topology
     if not isinstance(groups, t.Mapping):
         raise AnsibleFilterError("sparkops.inference.cluster_topology: the input must be the inventory's groups (groups)")
     if not isinstance(hostvars, t.Mapping):

@@ -89,7 +89,6 @@ import typing as t
 from collections.abc import Callable
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils._host_firewall import TABLE, HostFirewallError, build
 
 # What the errors name: the host_firewall role's variables (and the inventory contract's, for the nodes).
 NAMES = {
@@ -111,10 +110,13 @@ def host_firewall_ruleset_filter(
     ssh_ports: t.Any = (22,),
     open_ports: t.Any = (),
     header: t.Any = (),
-    table: t.Any = TABLE,
+    table: t.Any = None,
     metrics_networks: t.Any = (),
     metrics_ports: t.Any = (),
 ) -> str:
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
+    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    from ansible_collections.sparkops.inference.plugins.module_utils._host_firewall import TABLE, HostFirewallError, build
     if isinstance(header, str) or not all(isinstance(line, str) and "\n" not in line and "\r" not in line for line in header):
         raise AnsibleFilterError(f"sparkops.inference.host_firewall_ruleset: header must be a list of one-line strings, got {header!r}")
     try:
@@ -124,7 +126,7 @@ def host_firewall_ruleset_filter(
             serve_port=serve_port,
             ssh_ports_value=ssh_ports,
             open_ports_value=open_ports,
-            table=table,
+            table=TABLE if table is None else table,
             names=NAMES,
             metrics_networks_value=metrics_networks,
             metrics_ports_value=metrics_ports,

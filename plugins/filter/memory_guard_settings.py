@@ -84,8 +84,6 @@ import typing as t
 from collections.abc import Callable
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard import MemoryGuardError
-from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard_settings import node_settings
 
 
 def memory_guard_settings_filter(
@@ -98,6 +96,10 @@ def memory_guard_settings_filter(
     gate_min_available_mib: t.Any = None,
     gpu_memory_utilization: t.Any = 0.0,
 ) -> dict[str, t.Any]:
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
+    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard import MemoryGuardError
+    from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard_settings import node_settings
     if not isinstance(meminfo, str):
         raise AnsibleFilterError(f"sparkops.inference.memory_guard_settings: the input must be /proc/meminfo's text, got {type(meminfo).__name__}")
     if not isinstance(levels, dict) or not isinstance(names or {}, dict):

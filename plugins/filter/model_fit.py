@@ -91,12 +91,6 @@ import typing as t
 from collections.abc import Callable
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils._model_fit import (
-    DEFAULT_OVERHEAD_BYTES,
-    Cluster,
-    plan_fit,
-    shape_from_config,
-)
 
 
 def _count(value: t.Any, what: str) -> int:
@@ -127,8 +121,11 @@ def model_fit_filter(
     gpu_memory_utilization: t.Any,
     max_model_len: t.Any = None,
     kv_cache_dtype: str = "auto",
-    overhead_bytes: t.Any = DEFAULT_OVERHEAD_BYTES,
+    overhead_bytes: t.Any = None,
 ) -> dict[str, t.Any]:
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
+    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    from ansible_collections.sparkops.inference.plugins.module_utils._model_fit import DEFAULT_OVERHEAD_BYTES, Cluster, plan_fit, shape_from_config
     if not isinstance(metadata, t.Mapping) or not isinstance(metadata.get("config"), t.Mapping):
         raise AnsibleFilterError("sparkops.inference.model_fit: the input must be model_metadata's result (with its config)")
     if not isinstance(nodes, t.Mapping) or not nodes:
@@ -148,7 +145,8 @@ def model_fit_filter(
             present_bytes={str(h): _count(f.get("present_bytes", 0), f"host {h}'s present_bytes") for h, f in nodes.items()},
             max_model_len=None if max_model_len in (None, "") else _number(max_model_len, "vllm_serve_max_model_len", int),
             kv_cache_dtype=str(kv_cache_dtype),
-            overhead_bytes=_number(overhead_bytes, "sparkops_fit_overhead_bytes", int),  # Cluster refuses a negative one
+            # Cluster refuses a negative one.
+            overhead_bytes=_number(DEFAULT_OVERHEAD_BYTES if overhead_bytes is None else overhead_bytes, "sparkops_fit_overhead_bytes", int),
         )
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"sparkops.inference.model_fit: {exc}") from exc

@@ -69,7 +69,6 @@ import typing as t
 from collections.abc import Callable
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, exec_args, flag
 
 
 def systemd_exec_args_filter(
@@ -79,6 +78,9 @@ def systemd_exec_args_filter(
     command: bool = False,
     expand_variables: bool = True,
 ) -> str:
+    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
+    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, exec_args, flag
     if sources is not None and not isinstance(sources, t.Mapping):
         raise AnsibleFilterError(f"sparkops.inference.systemd_exec_args: sources must be a dict, not {type(sources).__name__}")
     try:
