@@ -89,19 +89,16 @@ def _host_var(hostvars: t.Mapping[str, t.Any], host: str, name: str) -> t.Any:
 def cluster_topology_filter(groups: t.Any, hostvars: t.Any, addresses: t.Any = True) -> dict[str, t.Any]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import FABRIC_IP_VAR, TopologyError, members, topology
+    from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import FABRIC_IP_VAR, TopologyError, topology
+
     if not isinstance(groups, t.Mapping):
         raise AnsibleFilterError("sparkops.inference.cluster_topology: the input must be the inventory's groups (groups)")
     if not isinstance(hostvars, t.Mapping):
         raise AnsibleFilterError("sparkops.inference.cluster_topology: hostvars must be every host's variables (hostvars)")
     if not isinstance(addresses, bool):
         raise AnsibleFilterError(f"sparkops.inference.cluster_topology: addresses must be a boolean, got {addresses!r}")
-    fabric_ips = None
-    if addresses:
-        heads, workers = members(groups)
-        fabric_ips = {host: _host_var(hostvars, host, FABRIC_IP_VAR) for host in [*heads, *workers]}
     try:
-        return topology(groups, fabric_ips)
+        return topology(groups, (lambda host: _host_var(hostvars, host, FABRIC_IP_VAR)) if addresses else None)
     except TopologyError as exc:
         raise AnsibleFilterError(f"sparkops.inference.cluster_topology: {exc}") from None
 

@@ -100,6 +100,7 @@ def memory_guard_settings_filter(
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
     from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard import MemoryGuardError
     from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard_settings import node_settings
+
     if not isinstance(meminfo, str):
         raise AnsibleFilterError(f"sparkops.inference.memory_guard_settings: the input must be /proc/meminfo's text, got {type(meminfo).__name__}")
     if not isinstance(levels, dict) or not isinstance(names or {}, dict):

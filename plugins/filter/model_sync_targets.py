@@ -62,6 +62,7 @@ def model_sync_targets_filter(checks: t.Any, addresses: t.Any, head_commit: t.An
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._model_sync_targets import TargetsError, model_sync_targets
+
     for name, value in (("the input", checks), ("addresses", addresses)):
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
             raise AnsibleFilterError(f"sparkops.inference.model_sync_targets: {name} must be a list, one item per worker, not {type(value).__name__}")

@@ -45,6 +45,7 @@ def ray_version_mismatches_filter(per_host: t.Any) -> list[str]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
     from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster import version_mismatches
+
     if not isinstance(per_host, t.Mapping):
         raise AnsibleFilterError(f"sparkops.inference.ray_version_mismatches: the input must be a dict of host to versions, not {type(per_host).__name__}")
     for host, versions in per_host.items():

@@ -92,6 +92,7 @@ def reclaim_verdict_filter(gpu_info: t.Any, settings: t.Any = None, min_availabl
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
     from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_check import verdict
     from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_plan import ReclaimSettingsError, Settings
+
     if not isinstance(gpu_info, t.Mapping) or not isinstance(gpu_info.get("processes"), list):
         raise AnsibleFilterError("sparkops.inference.reclaim_verdict: the input must be a sparkops.inference.gpu_info result (with processes)")
     try:

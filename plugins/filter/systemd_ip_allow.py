@@ -63,6 +63,7 @@ def systemd_ip_allow_filter(addresses: t.Any, name: str = "the addresses", netwo
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
     from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, flag, ip_address_allow
+
     try:
         return ip_address_allow(addresses, str(name), networks=flag(networks, "networks"))
     except SystemdUnitError as exc:

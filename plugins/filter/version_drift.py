@@ -71,6 +71,7 @@ def version_drift_filter(per_host: t.Any, head: t.Any, allowed: t.Any = ()) -> d
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
     from ansible_collections.sparkops.inference.plugins.module_utils._version_drift import version_drift
+
     if not isinstance(per_host, t.Mapping) or not all(isinstance(v, t.Mapping) for v in per_host.values()):
         raise AnsibleFilterError("sparkops.inference.version_drift: the input must be a dict of host to a dict of versions")
     if isinstance(allowed, str) or not isinstance(allowed, t.Iterable):

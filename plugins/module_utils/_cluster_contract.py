@@ -136,27 +136,28 @@ def _no_address_problem(host: str) -> str:
     return f"host {host} has no {FABRIC_IP_VAR}"
 
 
-def topology(groups: t.Mapping[str, t.Any], fabric_ips: t.Mapping[str, t.Any] | None) -> dict[str, t.Any]:
+def topology(groups: t.Mapping[str, t.Any], fabric_ip: t.Callable[[str], t.Any] | None) -> dict[str, t.Any]:
     """The plan's head, workers, nodes, fabric_ips and head_fabric_ip (as ClusterPlan.as_dict has them) from the
     inventory alone, for a role run without the preflight's plan; raise TopologyError on the first problem.
 
-    ``groups`` maps group names to host names and ``fabric_ips`` maps hosts to their ``sparkops_fabric_ip`` (None or
-    absent when unset). The addresses are taken as given: validate() is what checks them. With ``fabric_ips`` None the
-    addresses are neither read nor returned (a role that needs only the hosts).
+    ``groups`` maps group names to host names and ``fabric_ip(host)`` gives a host's ``sparkops_fabric_ip`` (None when
+    unset); it is asked for the nodes only, once each. The addresses are taken as given: validate() is what checks
+    them. With ``fabric_ip`` None the addresses are neither read nor returned (a role that needs only the hosts).
     """
     heads, workers = members(groups)
     problem = _head_count_problem(heads)
     both = _both_groups_problems(groups, heads)
     if problem is None and both:
         problem = both[0]
-    if problem is None and fabric_ips is not None:
-        missing = [host for host in [*heads, *workers] if fabric_ips.get(host) is None]
+    fabric_ips = None if fabric_ip is None or problem is not None else {host: fabric_ip(host) for host in [*heads, *workers]}
+    if fabric_ips is not None:
+        missing = [host for host, address in fabric_ips.items() if address is None]
         problem = _no_address_problem(missing[0]) if missing else None
     if problem is not None:
         raise TopologyError(problem)
     if fabric_ips is None:
         return _topology_dict(heads[0], workers, None)
-    return _topology_dict(heads[0], workers, {host: str(fabric_ips[host]) for host in [*heads, *workers]})
+    return _topology_dict(heads[0], workers, {host: str(address) for host, address in fabric_ips.items()})
 
 
 def _positive_int(name: str, value: t.Any, problems: list[str]) -> int | None:

@@ -670,7 +670,7 @@ TOPOLOGY_KEYS = ["head", "workers", "nodes", "fabric_ips", "head_fabric_ip"]
 
 def test_topology_of_a_valid_inventory_is_the_plans() -> None:
     groups, fabric_ips = make_inventory(4)
-    got = topology(groups, fabric_ips)
+    got = topology(groups, None if fabric_ips is None else fabric_ips.get)
     assert list(got) == TOPOLOGY_KEYS
     assert got == {
         key: value
@@ -689,14 +689,22 @@ def test_topology_of_a_valid_inventory_is_the_plans() -> None:
 def test_topology_keeps_the_inventory_order_of_the_workers_and_drops_repeats() -> None:
     groups = {HEAD_GROUP: ["h"], WORKER_GROUP: ["w3", "w1", "w3", "w2"], "other": ["x"]}
     fabric_ips = {"h": "10.0.0.1", "w1": "10.0.0.2", "w2": "10.0.0.3", "w3": "10.0.0.4", "x": None}
-    got = topology(groups, fabric_ips)
+    got = topology(groups, None if fabric_ips is None else fabric_ips.get)
     assert got["workers"] == ["w3", "w1", "w2"] and got["nodes"] == ["h", "w3", "w1", "w2"]
     assert got["fabric_ips"] == {"h": "10.0.0.1", "w3": "10.0.0.4", "w1": "10.0.0.2", "w2": "10.0.0.3"}
 
 
+def test_topology_asks_for_each_nodes_address_once_and_no_other_hosts() -> None:
+    asked: list[str] = []
+    addresses = {"h": "10.0.0.1", "w1": "10.0.0.2", "w2": "10.0.0.3", "x": "10.0.0.9"}
+    got = topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w1", "w2", "w1"], "other": ["x"]}, lambda host: asked.append(host) or addresses[host])
+    assert asked == ["h", "w1", "w2"]
+    assert got["fabric_ips"] == {"h": "10.0.0.1", "w1": "10.0.0.2", "w2": "10.0.0.3"}
+
+
 def test_topology_takes_the_addresses_as_given() -> None:
     # validate() checks addresses; topology() only needs one per node, as the roles used them before the plan.
-    got = topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w"]}, {"h": "spark-head.lan", "w": "10.0.0.2"})
+    got = topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w"]}, {"h": "spark-head.lan", "w": "10.0.0.2"}.get)
     assert got["head_fabric_ip"] == "spark-head.lan" and got["fabric_ips"] == {"h": "spark-head.lan", "w": "10.0.0.2"}
 
 
@@ -705,7 +713,7 @@ def test_topology_without_addresses_leaves_them_out_and_needs_none() -> None:
 
 
 def test_topology_of_a_head_alone() -> None:
-    assert topology({HEAD_GROUP: ["h"]}, {"h": "10.0.0.1"}) == {
+    assert topology({HEAD_GROUP: ["h"]}, {"h": "10.0.0.1"}.get) == {
         "head": "h",
         "workers": [],
         "nodes": ["h"],
@@ -727,7 +735,7 @@ def test_topology_of_a_head_alone() -> None:
 )
 def test_topology_refuses_what_gives_no_cluster(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any] | None, said: str) -> None:
     with pytest.raises(TopologyError) as caught:
-        topology(groups, fabric_ips)
+        topology(groups, None if fabric_ips is None else fabric_ips.get)
     assert str(caught.value) == said
 
 
@@ -741,5 +749,5 @@ def test_topology_refuses_what_gives_no_cluster(groups: dict[str, list[str]], fa
 )
 def test_topology_says_what_the_contract_says(groups: dict[str, list[str]], fabric_ips: dict[str, t.Any]) -> None:
     with pytest.raises(TopologyError) as caught:
-        topology(groups, fabric_ips)
+        topology(groups, None if fabric_ips is None else fabric_ips.get)
     assert str(caught.value) in problems_of(groups, fabric_ips, make_cluster())
