@@ -49,7 +49,7 @@ lint: setup
 	@python tools/test_stages.py --only ruff --only mypy --only yamllint --only ansible-lint
 
 unit: setup
-	@python tools/test_stages.py --only unit
+	@python tools/test_stages.py --only unit-ansible --only unit
 
 sanity: setup
 	@python tools/test_stages.py --only ansible-test-sanity

@@ -30,49 +30,66 @@ class Stage:
     junit: str | None = None  # a JUnit XML file the stage writes, relative to OUTPUT
 
 
+UNIT = ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto")
 STAGES: tuple[Stage, ...] = (
     Stage("ruff", ("ruff", "check", ".")),
     Stage("mypy", ("bash", "tools/mypy.sh")),
     Stage("yamllint", ("yamllint", "--strict", ".")),
-    Stage("ansible-lint", ("ansible-lint", "--offline", "--profile", "production")),
     Stage("argument-specs", ("python", "tools/check_argspecs.py")),
     Stage("role-docs", ("python", "tools/role_docs.py", "--check")),
     Stage("awx-templates", ("python", "tools/check_awx_templates.py")),
-    Stage("ansible-test-sanity", ("bash", "tools/ansible_test.sh", "sanity", "--requirements")),
-    # On every core (pytest-xdist): beside the lab scenarios, which mostly wait, it is the stage the CPUs are for.
-    Stage("unit", ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto", "tests/unit", f"--junitxml={OUTPUT}/unit.xml"), "unit.xml"),
-    Stage("playbook-syntax", ("bash", "tools/check_playbooks.sh")),
-    Stage("collection-build", ("bash", "tools/check_build.sh")),
-    Stage("execution-environment", ("bash", "tools/check_ee.sh")),
+    # The unit tests on every core (pytest-xdist), in two stages: those that run ansible-playbook (the roles' and
+    # playbooks' tests: most of the unit tests' CPU), and the rest (beside the engine scenario's last, mostly waiting,
+    # part).
+    Stage("unit-ansible", (*UNIT, "tests/unit/roles", "tests/unit/playbooks", f"--junitxml={OUTPUT}/unit-ansible.xml"), "unit-ansible.xml"),
     Stage("lab-prepare", ("python", "tests/lab/spark_lab.py", "prepare", "--engine")),
     Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
-    Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
     Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
     Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
-    # The engine scenario in two stages (tools/molecule_split.sh): its lab created and converged beside other stages,
-    # its side effect and verifier alone.
+    # The engine scenario in four stages (tools/molecule_split.sh): its lab created and converged, then its side effect
+    # (the reboot) and recovery tests, both beside other stages; its benchmark alone; its image tests (then its lab's
+    # destruction) beside the other unit tests and static checks.
     Stage("molecule-engine-up", ("bash", "tools/molecule_split.sh", "up", "engine")),
-    Stage("molecule-engine", ("bash", "tools/molecule_split.sh", "finish", "engine"), "molecule-engine.xml"),
+    Stage(
+        "molecule-engine-recovery",
+        ("bash", "tools/molecule_split.sh", "part", "engine", "recovery", "not test_engine_benchmark and not test_engine_image", "side-effect"),
+        "molecule-engine-recovery.xml",
+    ),
+    Stage(
+        "molecule-engine-benchmark",
+        ("bash", "tools/molecule_split.sh", "part", "engine", "benchmark", "test_engine_benchmark"),
+        "molecule-engine-benchmark.xml",
+    ),
+    Stage("molecule-engine-image", ("bash", "tools/molecule_split.sh", "finish", "engine", "image", "test_engine_image"), "molecule-engine-image.xml"),
+    Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
+    Stage("playbook-syntax", ("bash", "tools/check_playbooks.sh")),
+    Stage("collection-build", ("bash", "tools/check_build.sh")),
+    Stage("execution-environment", ("bash", "tools/check_ee.sh")),
+    Stage("unit", (*UNIT, "tests/unit", "--ignore=tests/unit/roles", "--ignore=tests/unit/playbooks", f"--junitxml={OUTPUT}/unit.xml"), "unit.xml"),
+    Stage("ansible-lint", ("ansible-lint", "--offline", "--profile", "production")),
+    Stage("ansible-test-sanity", ("bash", "tools/ansible_test.sh", "sanity", "--requirements")),
 )
 
 
 # Stages that run at the same time: groups of lanes (a group starts where its first stage comes in STAGES), each
-# lane's stages in order (CI has 2 cores); a stage in no group runs alone. The lanes:
-# - the static checks, then the unit tests (on every core), then the lab, lab_miswired and model scenarios and the
-#   engine scenario's lab (created and converged: its real engine installed and loaded);
+# lane's stages in order (CI has 2 cores); a stage in no group runs alone. First, two lanes:
+# - the cheap static checks, then the unit tests that run ansible-playbook (on every core), then the lab and model
+#   scenarios and the engine scenario's lab (created and converged: its real engine installed and loaded),
+#   then the engine scenario's reboot and recovery tests (each timed against the engine's own start, both measured in
+#   the same conditions);
 # - the lab's preparation (node image, wheelhouses, the engine's download: once; every scenario's dependency step then
 #   finds it done, or waits on its lock), then the reclaim and serve scenarios (serve: deployed through AWX, operated,
-#   rebooted, upgraded and torn down on one lab; as two scenarios, serve and lifecycle, it took two bring-ups and two
-#   first deploys).
-# Then, alone, the engine scenario's side effect and verifier: its reboot and recovery tests (timed against the engine's
-# own start), its benchmark (two load generators compared within 15 %: a neighbour's load would skew one run and not the
-# other) and its image tests. Measured 2026-12-03 (docs/benchmarks.md): a regrouping that ran the engine's recovery and
-# image tests beside other scenarios and only its benchmark alone was slower (the serve scenario beside the unit tests
-# and the engine's install took 1432 s against 954), and its three parts run alone gained nothing on one stage (851 s
-# against 868); a third lane slowed the others (3191 s against 2912 s): `make test` keeps both cores busy (it prints
-# how busy). A group's stages' outcomes are listed in STAGES' order. Scenarios side by side share
-# the lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and releases them once at the end.
+#   rebooted, upgraded and torn down on one lab).
+# Then, alone, the engine scenario's benchmark (two load generators compared within 15 %: a neighbour's load would skew
+# one run and not the other). Then two lanes again: the engine scenario's image tests (they end with a teardown, so
+# they come after the benchmark; they mostly wait on the engine's starts), beside the lab_miswired scenario, the
+# playbooks' syntax, the collection's build, the other unit tests, ansible-lint and ansible-test sanity, which fill the
+# CPU the waiting leaves.
+# Measured (docs/benchmarks.md): before this layout the engine's side effect and every test of it ran alone after the
+# lanes (about 850-940 s), with the machine's CPUs about 65 % busy. A group's stages' outcomes are listed in STAGES'
+# order. Scenarios side by side share the lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and
+# releases them once at the end.
 
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
@@ -80,21 +97,28 @@ LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
             "ruff",
             "mypy",
             "yamllint",
-            "ansible-lint",
             "argument-specs",
             "role-docs",
             "awx-templates",
-            "ansible-test-sanity",
-            "unit",
+            "unit-ansible",
+            "molecule-lab",
+            "molecule-model",
+            "molecule-engine-up",
+            "molecule-engine-recovery",
+        ),
+        ("lab-prepare", "molecule-reclaim", "molecule-serve"),
+    ),
+    (
+        ("molecule-engine-image",),
+        (
+            "molecule-lab_miswired",
             "playbook-syntax",
             "collection-build",
             "execution-environment",
-            "molecule-lab",
-            "molecule-lab_miswired",
-            "molecule-model",
-            "molecule-engine-up",
+            "unit",
+            "ansible-lint",
+            "ansible-test-sanity",
         ),
-        ("lab-prepare", "molecule-reclaim", "molecule-serve"),
     ),
 )
 
@@ -176,6 +200,22 @@ def run_stage(stage: Stage) -> Outcome:
     return Outcome(stage, rc, seconds, passed, failed, skipped, cpu)
 
 
+def schedule(names: list[str]) -> list[list[list[str]]]:
+    """The order ``names`` (stages, in STAGES' order) run in: steps one after the other, each step's lanes side by
+    side, each lane's stages in order (a group of LANES is a step where its first stage comes; a stage in no group is
+    a step of its own)."""
+    steps: list[list[list[str]]] = []
+    placed: set[str] = set()
+    for name in names:
+        if name in placed:
+            continue
+        group = next((g for g in LANES if name in {n for lane in g for n in lane}), None)
+        lanes = [[n for n in lane if n in names] for lane in group] if group else [[name]]
+        steps.append([lane for lane in lanes if lane])
+        placed.update(n for lane in steps[-1] for n in lane)
+    return steps
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", action="append", default=[], help="run only these stages (repeatable)")
@@ -198,12 +238,8 @@ def main(argv: list[str]) -> int:
     started, cpu_at_start = time.monotonic(), machine_cpu()
     by_name = {s.name: s for s in stages}
     done: dict[str, Outcome] = {}
-    for stage in stages:
-        if stage.name in done:
-            continue
-        group = next((g for g in LANES if stage.name in {name for lane in g for name in lane}), None)
-        lanes = [[by_name[n] for n in lane if n in by_name] for lane in group] if group else [[stage]]
-        lanes = [lane for lane in lanes if lane]
+    for names in schedule([s.name for s in stages]):
+        lanes = [[by_name[n] for n in lane] for lane in names]
         with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
             for lane_outcomes in pool.map(lambda lane: [run_stage(s) for s in lane], lanes):
                 done.update((o.stage.name, o) for o in lane_outcomes)
