@@ -454,8 +454,12 @@ def test_measured_figures_match_the_server_pace(server: SseServer, concurrency: 
     assert level["mean_tpot_ms"] == pytest.approx(ms * sum(tpots) / requests, rel=0.05, abs=1.0)
     assert level["per_request_output_throughput"] == pytest.approx(requests / sum(tpots), rel=0.05)
     assert level["mean_itl_ms"] == pytest.approx(ms * sum(gaps) / len(gaps), rel=0.05, abs=1.0)  # 15 paced, 1 about 0
+    # The level's duration runs on the client's clock, from before the first request is sent to after the last one
+    # ends: the server's span plus at most every request's way in (a loaded machine: 130 ms for four at once, when the
+    # engine scenario's image tests ran beside the unit tests), never less than the span.
     span = max(line.end for line in lines) - min(line.arrived for line in lines)
-    assert level["output_throughput"] == pytest.approx(16 * requests / span, rel=0.05)
+    slowest = span + requests * max(way_in, 0.0) / ms + 0.005
+    assert 16 * requests / slowest / 1.05 <= level["output_throughput"] <= 16 * requests / span * 1.05, (level["duration"], span, way_in)
 
 
 def test_the_warm_up_goes_first_and_is_not_counted(server: SseServer) -> None:
