@@ -443,7 +443,9 @@ def test_measured_figures_match_the_server_pace(server: SseServer, concurrency: 
     ttfts = [line.chunks[0] - line.arrived for line in lines]
     tpots = [(line.end - line.chunks[0]) / 15 for line in lines]
     gaps = [later - earlier for line in lines for earlier, later in itertools.pairwise(line.chunks)]
-    assert min(ttfts) >= 0.2 and min(tpots) >= 0.019  # the pace is a floor: sleeps only ever overrun
+    # The pace is a floor: each token goes on schedule from the request's arrival (first at 0.2 s, the last at 0.5 s)
+    # or late, never early. A late first token shortens the gaps after it, so a request's TPOT may be under 0.02 s.
+    assert min(ttfts) >= 0.2 and min(line.chunks[-1] - line.arrived for line in lines) >= 0.2 + 15 * 0.02 - 0.001
     ms = 1000.0
     server_e2e = ms * sum(line.end - line.arrived for line in lines) / requests
     way_in = level["mean_e2el_ms"] - server_e2e  # what the client's clock adds to the server's, on average
