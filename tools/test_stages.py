@@ -134,6 +134,7 @@ class Outcome:
     failed: int
     skipped: int
     cpu: float  # seconds of CPU the stage's processes took on this machine (not the lab containers' own)
+    failures: tuple[str, ...] = ()  # its failed test cases (junit_failures), named again at the end
 
 
 def junit_counts(path: Path) -> tuple[int, int, int] | None:
@@ -194,12 +195,12 @@ def run_stage(stage: Stage) -> Outcome:
     verdict = "ok" if rc == 0 else f"FAILED (rc={rc})"
     counted = f"{passed} passed, {failed} failed, {skipped} skipped"
     print(f"<== {stage.name}: {verdict} in {seconds:.1f}s ({cpu:.0f}s CPU); {counted}; log: {log.relative_to(REPO)}", flush=True)
+    failures = tuple(junit_failures(junit)) if rc != 0 and junit is not None else ()
     if rc != 0:
-        if junit is not None:
-            print("\n".join(f"    failed: {line}" for line in junit_failures(junit)), flush=True)
+        print("\n".join(f"    failed: {line}" for line in failures), flush=True)
         lines = log.read_text(errors="replace").splitlines()
         print("\n".join(f"    | {line}" for line in lines[-TAIL_LINES:]), flush=True)
-    return Outcome(stage, rc, seconds, passed, failed, skipped, cpu)
+    return Outcome(stage, rc, seconds, passed, failed, skipped, cpu, failures)
 
 
 def schedule(names: list[str]) -> list[list[list[str]]]:
@@ -259,6 +260,11 @@ def main(argv: list[str]) -> int:
         f"this machine's CPUs ({os.cpu_count()}, the lab's containers included) were busy {100 * busy / total:.0f} % of the time"
         f" (stolen by the hypervisor: {100 * steal / total:.0f} %)"
     )
+    # What failed, named again beside the closing line: a CI page that shows only the end of the output shows it too.
+    for o in outcomes:
+        if o.rc != 0:
+            log = (OUTPUT / f"{o.stage.name}.log").relative_to(REPO)
+            print("\n".join([f"FAILED {o.stage.name} (rc={o.rc}); log: {log}", *(f"    {line}" for line in o.failures)]))
     passed = sum(o.passed for o in outcomes)
     failed = sum(o.failed for o in outcomes)
     skipped = sum(o.skipped for o in outcomes)

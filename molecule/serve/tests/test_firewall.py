@@ -61,9 +61,8 @@ def connect_from_here(address: str, port: int) -> str:
 
 
 def connect_from(node: t.Any, source: str, address: str, ports: list[int]) -> dict[int, str]:
-    argv = ["podman", "exec", node.backend.name, "python3", "-c", CONNECT, source, address, *map(str, ports)]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=True)
-    return {int(port): state for port, state in json.loads(proc.stdout).items()}
+    out = node.check_output(" ".join(["python3 -c %s %s %s", *["%s"] * len(ports)]), CONNECT, source, address, *map(str, ports))
+    return {int(port): state for port, state in json.loads(out).items()}
 
 
 def ray_ports(node: t.Any) -> list[int]:

@@ -34,7 +34,7 @@ NODES_SCRIPT = (
 
 
 def is_head(host: t.Any) -> bool:
-    return host.backend.name == HEAD
+    return host.backend.get_hostname() == HEAD
 
 
 def fabric_ip(host: t.Any) -> str:

@@ -87,6 +87,25 @@ def test_a_failing_stage_names_itself_and_its_failed_cases(output: Path, capsys:
     assert printed[2] == "    failed: t.m::slow: assert 216 == 204"
 
 
+def test_main_names_the_failed_stages_and_cases_again_beside_the_closing_line(
+    output: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CI page that shows only the output's end (the table, the closing line) still says what failed."""
+    failure = '<testcase classname="t.m" name="slow"><failure message="assert 216 == 204"/></testcase>'
+    write(output / "made.xml", f'<testsuite tests="2" failures="1" errors="0" skipped="0"><testcase classname="t.m" name="ok"/>{failure}</testsuite>')
+    stages = (
+        test_stages.Stage("unit", ("bash", "-c", f"cp {output}/made.xml {output}/j.xml; exit 1"), "j.xml"),
+        test_stages.Stage("ruff", ("true",)),
+        test_stages.Stage("lint", ("false",)),
+    )
+    monkeypatch.setattr(test_stages, "STAGES", stages)
+    monkeypatch.setattr(test_stages, "LANES", ())
+    assert test_stages.main([]) == 1
+    tail = capsys.readouterr().out.rstrip().splitlines()[-5:]
+    assert tail[0].startswith("this machine's CPUs")
+    assert tail[1:] == ["FAILED unit (rc=1); log: unit.log", "    t.m::slow: assert 216 == 204", "FAILED lint (rc=1); log: lint.log", "2 passed, 2 failed"]
+
+
 def test_a_stage_counts_the_cpu_its_process_tree_used_not_the_time_it_waited(output: Path) -> None:
     """The CPU column (where `make test`'s time goes): a child's busy loop counts, a sleep does not."""
     spin = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass"
