@@ -102,7 +102,10 @@ def test_check_mode_lists_the_plan_and_changes_nothing() -> None:
 
 def test_stale_ray_worker_outside_any_unit_is_ended() -> None:
     worker = node(WORKER)
-    worker.check_output("nohup setsid /usr/local/bin/gpu-holder --mib 32 --title ray::RayWorkerWrapper >/dev/null 2>&1 &")
+    # Through podman exec, not node()'s ssh: a process started in an ssh session would belong to ssh.service here (the
+    # lab has no logind to give it a session scope), and the role would rightly refuse it (as prepare.yml's).
+    holder = "nohup setsid /usr/local/bin/gpu-holder --mib 32 --title ray::RayWorkerWrapper >/dev/null 2>&1 &"
+    subprocess.run(["podman", "exec", WORKER, "sh", "-c", holder], check=True)
     apps = wait_for_apps(worker, 1)
     assert len(apps) == 1 and "ray::RayWorkerWrapper" in apps[0], apps
     run = run_site("--limit", WORKER)
