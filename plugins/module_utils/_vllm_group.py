@@ -16,8 +16,10 @@ the rank-0 id it **joined** and its state. The rules:
 
 * rank 0 waits until every headless rank's supervisor answers, then starts vLLM (state ``running``); a headless
   rank waits until rank 0 is ``running``, joins that id, then starts vLLM;
-* rank 0 counts a headless rank as a member once it reports having joined rank 0's id; when a member goes away
-  (no answer for ``lost_after`` seconds) or comes back with another id, rank 0 ends its vLLM and exits;
+* rank 0 counts a headless rank as a member once it reports having joined rank 0's id, or from the start when it
+  answered the meeting as ``waiting`` (a fresh supervisor: the only rank 0 it can join is this one, and it may die
+  before rank 0 sees it join); when a member goes away (no answer for ``lost_after`` seconds) or comes back with
+  another id, rank 0 ends its vLLM and exits;
 * a headless rank ends its vLLM and exits when rank 0 goes away or comes back with another id;
 * whenever vLLM exits (whatever its status: vLLM exits 0 when its engine dies), the supervisor ends what is left of
   it and exits.
@@ -198,6 +200,7 @@ class Supervisor:
         self.status = Status(rank=settings.rank, id=uuid.uuid4().hex)
         self.child: subprocess.Popen[bytes] | None = None
         self.stopping = threading.Event()
+        self.met: dict[int, str] = {}  # rank 0: the ids of headless ranks that answered the meeting as waiting
 
     # -- meeting the group -------------------------------------------------------------------------------------
     def wait_for(self, what: str, ready: t.Callable[[], list[str]]) -> bool:
@@ -214,7 +217,16 @@ class Supervisor:
         return False
 
     def followers_answering(self) -> list[str]:
-        return [f"rank {p.rank} ({p.name}, {p.ip})" for p in self.settings.followers if self.fetch(p) is None]
+        missing = []
+        for peer in self.settings.followers:
+            document = self.fetch(peer)
+            if document is None:
+                missing.append(f"rank {peer.rank} ({peer.name}, {peer.ip})")
+            elif document.get("state") == "waiting" and document.get("id"):
+                self.met[peer.rank] = str(document["id"])
+            else:
+                self.met.pop(peer.rank, None)  # an older generation's rank: a member once it joins
+        return missing
 
     def leader_running(self) -> list[str]:
         document = self.fetch(self.settings.leader)
@@ -279,6 +291,8 @@ class Supervisor:
             self.say("every headless rank answers; starting vLLM")
         self.child = self.spawn(self.argv)
         watches = {p.rank: Watch(p, self.clock) for p in self.settings.peers if p.rank != self.settings.rank}
+        for rank, seen in self.met.items():
+            watches[rank].id = seen
         while True:
             code = self.child.poll()
             if code is not None:

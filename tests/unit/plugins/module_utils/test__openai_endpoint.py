@@ -275,13 +275,13 @@ def test_connection_refused_until_the_timeout(closed_port: int) -> None:
 )
 def test_models_errors(server: FakeVllm, reply: Reply, state: str, models_step: str, hint: str | None) -> None:
     server.set("GET", "/v1/models", reply)
-    outcome = wait(server.url, timeout=0.2, interval=0.05)
+    outcome = wait(server.url, timeout=1, interval=0.05)
     result = outcome.as_dict()
     assert (result["ready"], result["state"]) == (False, state)
     assert result["steps"] == {"health": "HTTP 200", "models": models_step, "completion": "not tried"}
     assert outcome.attempts >= 2
     assert "POST /v1/chat/completions" not in server.paths()
-    prefix = f"{server.url} not ready after 0.2 s ({outcome.attempts} attempts): health: HTTP 200; models: {models_step}; completion: not tried"
+    prefix = f"{server.url} not ready after 1 s ({outcome.attempts} attempts): health: HTTP 200; models: {models_step}; completion: not tried"
     assert outcome.message().startswith(prefix)
     if hint is None:
         assert outcome.message() == prefix
@@ -292,7 +292,7 @@ def test_models_errors(server: FakeVllm, reply: Reply, state: str, models_step: 
 def test_health_and_models_503_is_loading(server: FakeVllm) -> None:
     server.set("GET", "/health", Reply(503, b""))
     server.set("GET", "/v1/models", Reply(503, {"error": "loading"}))
-    result = wait(server.url, timeout=0.2).as_dict()
+    result = wait(server.url, timeout=0).as_dict()
     assert (result["ready"], result["state"], result["health_status"]) == (False, "loading", 503)
     assert result["steps"]["health"] == "HTTP 503"
     assert result["steps"]["models"] == 'HTTP 503: {"error": "loading"}'
@@ -301,7 +301,7 @@ def test_health_and_models_503_is_loading(server: FakeVllm) -> None:
 def test_wedged_engine(server: FakeVllm) -> None:
     body = "EngineCore error: " + "x" * 400
     server.set("POST", "/v1/chat/completions", Reply(500, {"object": "error", "message": body}))
-    outcome = wait(server.url, timeout=0.2, interval=0.05)
+    outcome = wait(server.url, timeout=1, interval=0.05)
     result = outcome.as_dict()
     assert (result["ready"], result["state"], result["health_status"]) == (False, "completion_failed", 200)
     completion = result["steps"]["completion"]
@@ -310,7 +310,7 @@ def test_wedged_engine(server: FakeVllm) -> None:
     assert result["steps"]["models"] == f"lists {MODEL}"
     assert outcome.attempts >= 2
     assert outcome.message() == (
-        f"{server.url} not ready after 0.2 s ({outcome.attempts} attempts): health: HTTP 200; models: lists {MODEL};"
+        f"{server.url} not ready after 1 s ({outcome.attempts} attempts): health: HTTP 200; models: lists {MODEL};"
         f" completion: {completion}. /health answers but completions fail: the engine looks wedged"
     )
 
@@ -318,7 +318,7 @@ def test_wedged_engine(server: FakeVllm) -> None:
 def test_completion_fails_without_health(server: FakeVllm) -> None:
     server.set("GET", "/health", NOT_FOUND)
     server.set("POST", "/v1/chat/completions", Reply(500, b""))
-    outcome = wait(server.url, timeout=0.2)
+    outcome = wait(server.url, timeout=0)
     assert outcome.as_dict()["steps"] == {"health": "HTTP 404 (no /health; ignored)", "models": f"lists {MODEL}", "completion": "HTTP 500"}
     assert outcome.probe.state == "completion_failed"
     assert outcome.message().endswith(". /v1/models lists the model but completions fail")
@@ -334,14 +334,14 @@ def test_completion_fails_without_health(server: FakeVllm) -> None:
 )
 def test_completion_without_a_message(server: FakeVllm, reply: Reply, completion_step: str) -> None:
     server.set("POST", "/v1/chat/completions", reply)
-    result = wait(server.url, timeout=0.2).as_dict()
+    result = wait(server.url, timeout=0).as_dict()
     assert (result["ready"], result["state"]) == (False, "completion_failed")
     assert result["steps"]["completion"] == completion_step
 
 
 def test_model_missing_lists_the_served_names(server: FakeVllm) -> None:
     server.set("GET", "/v1/models", models_reply("qwen3.5-122b", "qwen3.5-122b-lora"))
-    outcome = wait(server.url, timeout=0.2, interval=0.05)
+    outcome = wait(server.url, timeout=1, interval=0.05)
     result = outcome.as_dict()
     assert (result["ready"], result["state"]) == (False, "model_missing")
     assert result["models"] == ["qwen3.5-122b", "qwen3.5-122b-lora"]
@@ -352,7 +352,7 @@ def test_model_missing_lists_the_served_names(server: FakeVllm) -> None:
 
 def test_model_missing_from_an_empty_list(server: FakeVllm) -> None:
     server.set("GET", "/v1/models", models_reply())
-    outcome = wait(server.url, timeout=0.2)
+    outcome = wait(server.url, timeout=0)
     assert outcome.probe.steps["models"] == f"lists no model, not {MODEL}"
     assert outcome.message().endswith("it serves: no model")
 
@@ -373,7 +373,7 @@ def test_model_appears_later(server: FakeVllm) -> None:
 
 def test_api_key_missing(server: FakeVllm) -> None:
     server.api_key = SECRET
-    outcome = wait(server.url, timeout=0.2)
+    outcome = wait(server.url, timeout=0)
     result = outcome.as_dict()
     assert (result["ready"], result["state"]) == (False, "unauthorized")
     assert result["steps"]["models"] == f"HTTP 401 {DROPPED}"
@@ -383,7 +383,7 @@ def test_api_key_missing(server: FakeVllm) -> None:
 def test_api_key_refused(server: FakeVllm) -> None:
     server.api_key = SECRET
     wrong = "sk-wrong-0000"
-    outcome = wait(server.url, timeout=0.2, api_key=wrong)
+    outcome = wait(server.url, timeout=0, api_key=wrong)
     result = outcome.as_dict()
     assert (result["ready"], result["state"]) == (False, "unauthorized")
     assert outcome.message().endswith(". the API key was refused (HTTP 401 from /v1/models); check api_key against the server's --api-key")
@@ -393,7 +393,7 @@ def test_api_key_refused(server: FakeVllm) -> None:
 
 def test_api_key_refused_by_the_completion_only(server: FakeVllm) -> None:
     server.set("POST", "/v1/chat/completions", Reply(403, {"error": "Forbidden"}))
-    outcome = wait(server.url, timeout=0.2, api_key=SECRET)
+    outcome = wait(server.url, timeout=0, api_key=SECRET)
     assert outcome.probe.state == "unauthorized"
     assert outcome.probe.steps["completion"] == f"HTTP 403 {DROPPED}"
     assert outcome.message().endswith(". the API key was refused (HTTP 403 from /v1/chat/completions); check api_key against the server's --api-key")
@@ -411,7 +411,7 @@ def test_api_key_is_sent_as_bearer_and_never_returned(server: FakeVllm) -> None:
 
 def test_api_key_echoed_by_the_server_is_masked(server: FakeVllm) -> None:
     server.set("POST", "/v1/chat/completions", Reply(500, {"message": f"bad request from key {SECRET}"}))
-    outcome = wait(server.url, timeout=0.2, api_key=SECRET)
+    outcome = wait(server.url, timeout=0, api_key=SECRET)
     assert outcome.probe.state == "completion_failed"
     assert outcome.as_dict()["steps"]["completion"] == 'HTTP 500: {"message": "bad request from key ********"}'
     assert SECRET not in whole_output(outcome)
@@ -446,7 +446,7 @@ def test_a_key_cut_by_the_excerpt_is_masked_whole(server: FakeVllm, inside: int)
     """A long body echoing the key where the 300-character cut falls ``inside`` characters into it."""
     filler = "x" * (300 - len("Bearer ") - inside)
     server.set("POST", "/v1/chat/completions", echo_authorization(500, before=filler, after=" was refused"))
-    outcome = wait(server.url, timeout=0.2, api_key=SECRET)
+    outcome = wait(server.url, timeout=0, api_key=SECRET)
     assert outcome.probe.state == "completion_failed"
     assert outcome.as_dict()["steps"]["completion"] == "HTTP 500: " + (filler + "Bearer ******** was refused")[:300]
     assert SECRET[:inside] not in whole_output(outcome)
@@ -456,7 +456,7 @@ def test_a_key_cut_by_the_excerpt_is_masked_whole(server: FakeVllm, inside: int)
 def test_a_start_of_the_key_that_ends_the_body_is_masked(server: FakeVllm, kept: int) -> None:
     """A server that cut its own echo of the key after ``kept`` characters: that start of the key ends the excerpt."""
     server.set("POST", "/v1/chat/completions", Reply(500, f"bad header: Bearer {SECRET[:kept]}"))
-    outcome = wait(server.url, timeout=0.2, api_key=SECRET)
+    outcome = wait(server.url, timeout=0, api_key=SECRET)
     assert outcome.as_dict()["steps"]["completion"] == "HTTP 500: bad header: Bearer ********"
     assert SECRET[:8] not in whole_output(outcome)
 
@@ -480,7 +480,7 @@ def test_a_start_of_the_key_that_ends_the_body_is_masked(server: FakeVllm, kept:
 )
 def test_a_key_echoed_json_escaped_or_split_is_masked(server: FakeVllm, body: str, shown: str) -> None:
     server.set("POST", "/v1/chat/completions", Reply(500, body))
-    outcome = wait(server.url, timeout=0.2, api_key=SLASHED_KEY)
+    outcome = wait(server.url, timeout=0, api_key=SLASHED_KEY)
     assert outcome.probe.state == "completion_failed"
     assert outcome.as_dict()["steps"]["completion"] == f"HTTP 500: {shown}"
     assert SLASHED_KEY[:8] not in whole_output(outcome)
@@ -491,7 +491,7 @@ def test_a_key_echoed_json_escaped_or_split_is_masked(server: FakeVllm, body: st
 def test_a_401_or_403_body_is_dropped(server: FakeVllm, status: int, method: str, path: str, step: str) -> None:
     """A 401 or 403 that echoes the Authorization header (``/`` escaped): only the status is shown."""
     server.set(method, path, echo_authorization(status, before='{"detail": "bad auth header: ', after='"}', escape_slash=True))
-    outcome = wait(server.url, timeout=0.2, api_key=SLASHED_KEY)
+    outcome = wait(server.url, timeout=0, api_key=SLASHED_KEY)
     result = outcome.as_dict()
     assert (result["state"], result["steps"][step]) == ("unauthorized", f"HTTP {status} {DROPPED}")
     assert "bad auth header" not in whole_output(outcome)
@@ -516,7 +516,7 @@ def test_an_answer_echoing_the_key_is_masked_in_every_return_value(server: FakeV
 )
 def test_no_completion_tokens(server: FakeVllm, completion_tokens: int | None, step: str) -> None:
     server.set("POST", "/v1/chat/completions", chat_reply(content="", completion_tokens=completion_tokens))
-    outcome = wait(server.url, timeout=0.2)
+    outcome = wait(server.url, timeout=0)
     result = outcome.as_dict()
     assert (result["ready"], result["state"]) == (False, "no_tokens")
     assert result["steps"]["completion"] == step
@@ -536,7 +536,7 @@ def test_smoke_test_off_needs_only_the_model_list(server: FakeVllm) -> None:
 
 def test_smoke_test_off_with_health_failing_is_not_ready(server: FakeVllm) -> None:
     server.set("GET", "/health", Reply(503, b""))
-    outcome = wait(server.url, timeout=0.2, smoke_test=False)
+    outcome = wait(server.url, timeout=0, smoke_test=False)
     assert (outcome.ready, outcome.probe.state, outcome.probe.health_status) == (False, "loading", 503)
     assert outcome.message().endswith(". /health answers HTTP 503 (still loading, or on vLLM a dead engine)")
 
@@ -555,7 +555,7 @@ def test_health_missing_is_fine(server: FakeVllm) -> None:
 
 def test_connection_dropped_without_an_answer(server: FakeVllm) -> None:
     server.set("GET", "/v1/models", Reply(drop=True))
-    outcome = wait(server.url, timeout=0.2)
+    outcome = wait(server.url, timeout=0)
     assert (outcome.probe.state, outcome.probe.steps["models"]) == ("unreachable", "the server closed the connection without answering")
 
 

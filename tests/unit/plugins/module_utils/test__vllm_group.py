@@ -123,6 +123,21 @@ def test_rank_0_ignores_a_headless_rank_of_an_older_generation_until_it_joins() 
     assert 20 <= clock.now < 22  # the old rank's silence and its new id (8-10 s) did not count
 
 
+@pytest.mark.parametrize(
+    ("after_death", "reason"), [(None, "has not answered for 5 s"), ({"id": "w2", "joined": "", "state": "waiting"}, "restarted (id w1 -> w2)")]
+)
+def test_a_headless_rank_met_waiting_is_a_member_even_if_it_dies_before_rank_0_sees_it_join(after_death: dict[str, t.Any] | None, reason: str) -> None:
+    """Seen as ``waiting`` at the meeting, it can join only this rank 0: its silence or a new id ends the group, even
+    when rank 0 never polled it between its joining and its death (the race a busy machine showed)."""
+    peers, clock, said = Peers(), Clock(), []
+    sup = supervisor(0, peers, clock, said)
+    peers.answers[1] = {"id": "w1", "joined": "", "state": "waiting"}
+    clock.on_sleep = lambda now: peers.answers.__setitem__(1, after_death) if now >= 3 else None
+    assert sup.run() == 1
+    assert any(f"rank 1 (spark-worker1, 127.0.0.2) {reason}" in line for line in said), said
+    assert clock.now < 10
+
+
 def test_a_headless_rank_joins_a_running_rank_0_and_ends_vllm_when_it_restarts() -> None:
     peers, clock, said = Peers(), Clock(), []
     sup = supervisor(1, peers, clock, said)
