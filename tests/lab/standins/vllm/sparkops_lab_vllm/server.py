@@ -18,7 +18,7 @@ import socketserver
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -328,20 +328,31 @@ class Handler(BaseHTTPRequestHandler):
         api.metrics.add(waiting=1)
         api.slots.acquire()
         api.metrics.add(waiting=-1, running=1, tokens=prompt_tokens)
-        finish = "abort"
         first: list[float] = []
-        try:
-            if body.get("stream") is True:
-                self.stream(body, kind, request_id, prompt_tokens, output, first)
-            else:
-                self.pace(output.tokens, first)
-                self.send_json(200, self.document(kind, request_id, prompt_tokens, output))
-            finish = output.finish_reason
-        finally:
+        settled: list[str] = []
+
+        def settle(finish: str) -> None:
+            """Count the request as finished, once: before its last bytes go out, as vLLM's output processor records
+            a finished request's stats before the API server sends its end (a client reading /metrics after its
+            answer sees it counted), or when the request is aborted."""
+            if settled:
+                return
+            settled.append(finish)
             api.metrics.add(running=-1, tokens=-prompt_tokens)
             api.slots.release()
             done = time.monotonic()
             api.metrics.finished(prompt_tokens, output.tokens if finish != "abort" else 0, finish, (first[0] if first else done) - started, done - started)
+
+        try:
+            if body.get("stream") is True:
+                self.stream(body, kind, request_id, prompt_tokens, output, first, lambda: settle(output.finish_reason))
+            else:
+                self.pace(output.tokens, first)
+                document = self.document(kind, request_id, prompt_tokens, output)
+                settle(output.finish_reason)
+                self.send_json(200, document)
+        finally:
+            settle("abort")
 
     def pace(self, tokens: int, first: list[float]) -> None:
         """Spend the time ``tokens`` take at tokens_per_second after first_token_seconds, noting when the first was out."""
@@ -424,8 +435,11 @@ class Handler(BaseHTTPRequestHandler):
         if options.get("include_usage"):
             yield False, {**self.head(chunk_kind, request_id), "choices": [], "usage": self.usage(prompt_tokens, output.tokens)}
 
-    def stream(self, body: dict[str, Any], kind: str, request_id: str, prompt_tokens: int, output: engine.Output, first: list[float]) -> None:
-        """The chunks, one token each tokens_per_second apart, the first after first_token_seconds and one step.
+    def stream(
+        self, body: dict[str, Any], kind: str, request_id: str, prompt_tokens: int, output: engine.Output, first: list[float], before_done: Callable[[], None]
+    ) -> None:
+        """The chunks, one token each tokens_per_second apart, the first after first_token_seconds and one step;
+        ``before_done`` runs before ``data: [DONE]`` goes out.
 
         vLLM sends a chat stream's ``role`` chunk in the engine step that makes the first token
         (``chat_completion/serving.py:526-620``), so it goes out with the first token, not before it."""
@@ -443,6 +457,7 @@ class Handler(BaseHTTPRequestHandler):
             elif token and not (n == 1 and kind == "chat.completion"):  # the first token went out with the role chunk
                 time.sleep(step)
             self.write_chunk(f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n".encode())
+        before_done()
         self.write_chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
 
