@@ -13,7 +13,9 @@ from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contra
     FABRIC_IP_VAR,
     HEAD_GROUP,
     RAY_EXTRA_ARGS_VAR,
+    ROLE_PORT_DEFAULTS_TO,
     ROLE_PORT_VARS,
+    SHARED_VARS,
     WORKER_GROUP,
     ContractError,
     validate,
@@ -37,9 +39,15 @@ class ActionModule(ActionBase):
                 return None
             return self._templar.template(hostvars[host][name])
 
+        def role_default(host: str, name: str) -> t.Any:
+            """The cluster variable a role port defaults to, as the host has it (else its shared default)."""
+            cluster_var = ROLE_PORT_DEFAULTS_TO[name]
+            value = host_var(host, cluster_var)
+            return SHARED_VARS.get(cluster_var) if value is None else value
+
         problems: list[str] = []
         cluster: dict[str, t.Any] = {}
-        for name in CLUSTER_VARS:
+        for name in (*CLUSTER_VARS, *SHARED_VARS):
             seen = {host: host_var(host, name) for host in hosts}
             distinct = {repr(v) for v in seen.values()}
             if len(distinct) > 1:
@@ -54,9 +62,7 @@ class ActionModule(ActionBase):
             if all(value is None for value in given.values()):
                 continue
             # Where one host leaves it unset, it takes the role's default there (vllm_serve_port's: sparkops_serve_port).
-            seen = {
-                host: value if value is not None else default if default is not None else host_var(host, "sparkops_serve_port") for host, value in given.items()
-            }
+            seen = {host: value if value is not None else default if default is not None else role_default(host, name) for host, value in given.items()}
             if len({str(value) for value in seen.values()}) > 1:
                 detail = ", ".join(f"{host}={value!r}" + (" (the role's default)" if given[host] is None else "") for host, value in seen.items())
                 problems.append(f"{name} must be the same on every host, it differs: {detail}")

@@ -13,7 +13,9 @@ author:
 description:
   - Returns the part of the cluster plan that M(sparkops.inference.cluster_contract) sets as C(sparkops_cluster) which
     the inventory alone gives - the head (the host of C(spark_head)), the workers (the hosts of C(spark_workers),
-    inventory order), the nodes (head first, then the workers), each node's C(sparkops_fabric_ip) and the head's.
+    inventory order), the nodes (head first, then the workers), the shared paths and ports (the head's
+    C(sparkops_fabric_env_file), C(sparkops_ray_venv), C(sparkops_ray_port), C(sparkops_hf_home), else their
+    defaults), each node's C(sparkops_fabric_ip) and the head's.
   - For a role run without the preflight (the roles read C(sparkops_cluster) when it is defined, else this), so that
     both give the same hosts in the same order and the same addresses.
   - The addresses are returned as the inventory gives them; checking them is the contract's work
@@ -26,7 +28,9 @@ options:
     type: dict
     required: true
   hostvars:
-    description: Every host's variables (the C(hostvars) variable), where each node's C(sparkops_fabric_ip) is read.
+    description:
+      - Every host's variables (the C(hostvars) variable), where each node's C(sparkops_fabric_ip) and the head's
+        shared paths and ports are read.
     type: dict
     required: true
   addresses:
@@ -73,6 +77,21 @@ _value:
     head_fabric_ip:
       description: The head's C(sparkops_fabric_ip). Left out with O(addresses=false).
       type: str
+    fabric_env_file:
+      description: C(sparkops_fabric_env_file), the fabric environment file (default V(/etc/sparkops/fabric.env)).
+      type: str
+    ray_venv:
+      description: C(sparkops_ray_venv), the venv of Ray and vLLM (default V(/opt/sparkops/ray)).
+      type: str
+    ray_port:
+      description: C(sparkops_ray_port), Ray's GCS port on the head (default V(6379)).
+      type: int
+    hf_home:
+      description: C(sparkops_hf_home), the Hugging Face home the model is kept under (default V(/var/lib/sparkops/huggingface)).
+      type: str
+    ray_units:
+      description: The Ray units' names by role (V(head), V(worker)), as C(ray_cluster) writes them.
+      type: dict
 """
 
 import typing as t
@@ -98,7 +117,8 @@ def cluster_topology_filter(groups: t.Any, hostvars: t.Any, addresses: t.Any = T
     if not isinstance(addresses, bool):
         raise AnsibleFilterError(f"sparkops.inference.cluster_topology: addresses must be a boolean, got {addresses!r}")
     try:
-        return topology(groups, (lambda host: _host_var(hostvars, host, FABRIC_IP_VAR)) if addresses else None)
+        fabric_ip = (lambda host: _host_var(hostvars, host, FABRIC_IP_VAR)) if addresses else None
+        return topology(groups, fabric_ip, lambda host, name: _host_var(hostvars, host, name))
     except TopologyError as exc:
         raise AnsibleFilterError(f"sparkops.inference.cluster_topology: {exc}") from None
 

@@ -30,12 +30,57 @@ CLUSTER_VARS: tuple[str, ...] = (
     "sparkops_gpu_memory_utilization",
 )
 
+# Paths and ports more than one role uses (and the preflight, status and benchmark playbooks): optional cluster
+# variables, each with its default, written here only. The plan carries each under its name without the prefix
+# (sparkops_ray_venv as ray_venv), and the roles' own variables default to the plan's value.
+SHARED_VARS: dict[str, str | int] = {
+    # Written by nccl_env; read by ray_cluster's and vllm_serve's units (and the preflight's reconnaissance).
+    "sparkops_fabric_env_file": "/etc/sparkops/fabric.env",
+    # The venv ray_cluster installs Ray into and vllm_serve installs vLLM into (nccl_env's check runs its Python).
+    "sparkops_ray_venv": "/opt/sparkops/ray",
+    # Ray's GCS on the head: ray_cluster starts it there, vLLM's driver and the other nodes connect to it.
+    "sparkops_ray_port": 6379,
+    # HF_HOME: model_sync downloads and distributes the model under it, vllm_serve reads it from there.
+    "sparkops_hf_home": "/var/lib/sparkops/huggingface",
+}
+_SHARED_PREFIX = "sparkops_"
+# The Ray units' names (ray_cluster writes them; vllm_serve's unit requires the head's; the status playbook reads them):
+# in the plan as ray_units, not variables.
+RAY_UNITS = {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"}
+
+
+def plan_key(name: str) -> str:
+    """The plan's key for a shared variable: its name without ``sparkops_`` (``sparkops_ray_venv``: ``ray_venv``)."""
+    return name[len(_SHARED_PREFIX) :]
+
+
+def shared_values(given: t.Callable[[str], t.Any]) -> dict[str, t.Any]:
+    """Each shared variable as the plan has it (plan_key to value): ``given(name)``, else (None) its default; and
+    ``ray_units``, the Ray units' names (RAY_UNITS)."""
+    values = {name: given(name) for name in SHARED_VARS}
+    return {**{plan_key(name): SHARED_VARS[name] if value is None else value for name, value in values.items()}, "ray_units": dict(RAY_UNITS)}
+
+
+def _check_shared(values: dict[str, t.Any], problems: list[str]) -> None:
+    """Refuse a shared path that is not an absolute path, or a shared port that is not a port (one given as digits
+    becomes a number in ``values``)."""
+    for name, default in SHARED_VARS.items():
+        value = values[plan_key(name)]
+        if isinstance(default, int):
+            port = _port(name, value, problems)
+            if port is not None:
+                values[plan_key(name)] = port
+        elif not isinstance(value, str) or not value.startswith("/") or value.rstrip("/") == "" or any(c in value for c in "\n\r\t"):
+            problems.append(f"{name} must be an absolute path below / on one line, got {value!r}")
+
+
 # Where the roles' daemons listen besides the API (sparkops_serve_port): each role variable with the role's default
-# (tests check they match roles/*/defaults/main.yml) and what listens there. vllm_serve_port defaults to
-# sparkops_serve_port (None here). Every port is checked whatever the backend and ray_cluster_dashboard are, so that
-# switching either later cannot make two services meet on one port.
+# (tests check they match roles/*/defaults/main.yml) and what listens there. A role variable that defaults to a
+# cluster variable (None here) is named in ROLE_PORT_DEFAULTS_TO. Every port is checked whatever the backend and
+# ray_cluster_dashboard are, so that switching either later cannot make two services meet on one port.
+ROLE_PORT_DEFAULTS_TO = {"vllm_serve_port": "sparkops_serve_port", "ray_cluster_port": "sparkops_ray_port"}
 ROLE_PORT_VARS: dict[str, int | None] = {
-    "ray_cluster_port": 6379,
+    "ray_cluster_port": None,
     "ray_cluster_dashboard_port": 8265,
     "vllm_serve_port": None,
     "vllm_serve_master_port": 29501,
@@ -45,6 +90,7 @@ RAY_EXTRA_ARGS_VAR = "ray_cluster_extra_args"
 # What listens on each (the service, how the flag goes).
 _SERVICES = {
     "sparkops_serve_port": ("vLLM's API", ""),
+    "sparkops_ray_port": ("Ray's GCS", "ray start --port"),
     "vllm_serve_port": ("vLLM's API", ""),
     "ray_cluster_port": ("Ray's GCS", "ray start --port"),
     "ray_cluster_dashboard_port": ("Ray's dashboard", "--dashboard-port"),
@@ -92,17 +138,20 @@ class ClusterPlan:
     fabric_ips: dict[str, str]
     fabric_subnet: str
     world_size: int
+    shared: dict[str, t.Any]  # shared_values(): the shared paths and ports
 
     def as_dict(self) -> dict[str, t.Any]:
-        return {**_topology_dict(self.head, self.workers, self.fabric_ips), "fabric_subnet": self.fabric_subnet, "world_size": self.world_size}
+        topology = _topology_dict(self.head, self.workers, self.fabric_ips, self.shared)
+        return {**topology, "fabric_subnet": self.fabric_subnet, "world_size": self.world_size}
 
 
-def _topology_dict(head: str, workers: t.Sequence[str], fabric_ips: t.Mapping[str, str] | None) -> dict[str, t.Any]:
-    """The plan's head, workers, nodes (head first) and, with ``fabric_ips``, the fabric addresses and the head's."""
+def _topology_dict(head: str, workers: t.Sequence[str], fabric_ips: t.Mapping[str, str] | None, shared: t.Mapping[str, t.Any]) -> dict[str, t.Any]:
+    """The plan's head, workers, nodes (head first), shared paths and ports and, with ``fabric_ips``, the fabric
+    addresses and the head's."""
     topology: dict[str, t.Any] = {"head": head, "workers": list(workers), "nodes": [head, *workers]}
     if fabric_ips is not None:
         topology.update(fabric_ips=dict(fabric_ips), head_fabric_ip=fabric_ips[head])
-    return topology
+    return {**topology, **shared}
 
 
 class ContractError(ValueError):
@@ -136,13 +185,18 @@ def _no_address_problem(host: str) -> str:
     return f"host {host} has no {FABRIC_IP_VAR}"
 
 
-def topology(groups: t.Mapping[str, t.Any], fabric_ip: t.Callable[[str], t.Any] | None) -> dict[str, t.Any]:
-    """The plan's head, workers, nodes, fabric_ips and head_fabric_ip (as ClusterPlan.as_dict has them) from the
-    inventory alone, for a role run without the preflight's plan; raise TopologyError on the first problem.
+def topology(
+    groups: t.Mapping[str, t.Any], fabric_ip: t.Callable[[str], t.Any] | None, host_var: t.Callable[[str, str], t.Any] | None = None
+) -> dict[str, t.Any]:
+    """The plan's head, workers, nodes, shared paths and ports, fabric_ips and head_fabric_ip (as ClusterPlan.as_dict
+    has them) from the inventory alone, for a role run without the preflight's plan; raise TopologyError on the first
+    problem.
 
     ``groups`` maps group names to host names and ``fabric_ip(host)`` gives a host's ``sparkops_fabric_ip`` (None when
-    unset); it is asked for the nodes only, once each. The addresses are taken as given: validate() is what checks
-    them. With ``fabric_ip`` None the addresses are neither read nor returned (a role that needs only the hosts).
+    unset); it is asked for the nodes only, once each. ``host_var(host, name)`` gives a host's variable (None when
+    unset): the shared ones are read from the head's (None: their defaults). The values are taken as given: validate()
+    is what checks them. With ``fabric_ip`` None the addresses are neither read nor returned (a role that needs only the
+    hosts).
     """
     heads, workers = members(groups)
     problem = _head_count_problem(heads)
@@ -155,9 +209,10 @@ def topology(groups: t.Mapping[str, t.Any], fabric_ip: t.Callable[[str], t.Any] 
         problem = _no_address_problem(missing[0]) if missing else None
     if problem is not None:
         raise TopologyError(problem)
+    shared = shared_values((lambda name: host_var(heads[0], name)) if host_var is not None else (lambda name: None))
     if fabric_ips is None:
-        return _topology_dict(heads[0], workers, None)
-    return _topology_dict(heads[0], workers, {host: str(address) for host, address in fabric_ips.items()})
+        return _topology_dict(heads[0], workers, None, shared)
+    return _topology_dict(heads[0], workers, {host: str(address) for host, address in fabric_ips.items()}, shared)
 
 
 def _positive_int(name: str, value: t.Any, problems: list[str]) -> int | None:
@@ -306,17 +361,20 @@ def _ray_claims(extra_args: dict[str, t.Any]) -> list[_Claim]:
     return claims
 
 
-def _check_ports(serve_port: int | None, ports: dict[str, t.Any], extra_args: dict[str, t.Any], problems: list[str]) -> None:
-    """Refuse two services on one port: the API, SSH, Ray's and vLLM's (as the inventory sets them, else the defaults)."""
+def _check_ports(cluster_ports: dict[str, int | None], ports: dict[str, t.Any], extra_args: dict[str, t.Any], problems: list[str]) -> None:
+    """Refuse two services on one port: the API, SSH, Ray's and vLLM's (as the inventory sets them, else the defaults).
+
+    ``cluster_ports`` holds the cluster variables' ports (sparkops_serve_port, sparkops_ray_port; None: not a port)."""
     claims: list[_Claim] = []
-    if serve_port is not None:
-        claims.append(_Claim(serve_port, serve_port, "vLLM's API", f"sparkops_serve_port {serve_port}"))
+    for name, port in cluster_ports.items():
+        if port is not None:
+            claims.append(_Claim(port, port, _SERVICES[name][0], f"{name} {port}", _SERVICES[name][1]))
     for name, default in ROLE_PORT_VARS.items():
         value = ports.get(name)
         if value is None and default is None:
-            continue
+            continue  # the cluster variable it defaults to (ROLE_PORT_DEFAULTS_TO) is claimed above
         port = _port(name, default if value is None else value, problems)
-        if port is not None and not (name == "vllm_serve_port" and port == serve_port):
+        if port is not None and port != cluster_ports.get(ROLE_PORT_DEFAULTS_TO.get(name, "")):
             claims.append(_Claim(port, port, _SERVICES[name][0], f"{name} {port}", _SERVICES[name][1]))
     claims.append(_Claim(SSH_PORT, SSH_PORT, "SSH", f"port {SSH_PORT}", "how Ansible reaches the Sparks"))
     claims += _ray_claims(extra_args)
@@ -342,7 +400,8 @@ def validate(
     """Check the inventory against the contract and return the plan, or raise ContractError listing every problem.
 
     ``groups`` maps group names to host names, ``fabric_ips`` maps each host in the two groups to its
-    ``sparkops_fabric_ip`` (None when unset) and ``cluster`` holds the cluster variables (None when unset).
+    ``sparkops_fabric_ip`` (None when unset) and ``cluster`` holds the cluster variables, CLUSTER_VARS and SHARED_VARS
+    (None or absent when unset; a SHARED_VARS one then takes its default).
     ``management`` maps hosts to their management address (``ansible_host``, else the inventory name), ``ports`` holds
     the ROLE_PORT_VARS the inventory sets (None or absent: the role's default) and ``ray_extra_args`` maps hosts to
     their ``ray_cluster_extra_args``.
@@ -409,7 +468,11 @@ def validate(
                     "make them equal so every listed node serves"
                 )
 
-    _check_ports(serve_port, ports or {}, ray_extra_args or {}, problems)
+    shared = shared_values(cluster.get)
+    _check_shared(shared, problems)
+    ray_port = shared[plan_key("sparkops_ray_port")]
+    ray_port = ray_port if isinstance(ray_port, int) and not isinstance(ray_port, bool) else None  # refused above otherwise
+    _check_ports({"sparkops_serve_port": serve_port, "sparkops_ray_port": ray_port}, ports or {}, ray_extra_args or {}, problems)
     if problems:
         raise ContractError(problems)
-    return ClusterPlan(heads[0], tuple(workers), ips, str(subnet), world_size)
+    return ClusterPlan(heads[0], tuple(workers), ips, str(subnet), world_size, shared)

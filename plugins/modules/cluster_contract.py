@@ -14,14 +14,18 @@ description:
     more hosts), each host's C(sparkops_fabric_ip), and the cluster variables C(sparkops_model_repo),
     C(sparkops_model_revision), C(sparkops_served_model_name), C(sparkops_tensor_parallel_size),
     C(sparkops_pipeline_parallel_size), C(sparkops_gpus_per_node), C(sparkops_fabric_subnet),
-    C(sparkops_serve_port) and C(sparkops_gpu_memory_utilization); also each host's C(ansible_host) and
-    the roles' port variables as the inventory sets them, else the roles' defaults, C(ray_cluster_port)
-    (6379), C(ray_cluster_dashboard_port) (8265), C(ray_cluster_extra_args), C(vllm_serve_port)
-    (C(sparkops_serve_port)), C(vllm_serve_master_port) (29501) and C(vllm_serve_group_port) (29560).
+    C(sparkops_serve_port) and C(sparkops_gpu_memory_utilization); the optional shared paths and ports
+    C(sparkops_fabric_env_file) (default V(/etc/sparkops/fabric.env)), C(sparkops_ray_venv) (V(/opt/sparkops/ray)),
+    C(sparkops_ray_port) (V(6379)) and C(sparkops_hf_home) (V(/var/lib/sparkops/huggingface)); also each host's
+    C(ansible_host) and the roles' port variables as the inventory sets them, else the roles' defaults,
+    C(ray_cluster_port) (C(sparkops_ray_port)), C(ray_cluster_dashboard_port) (8265), C(ray_cluster_extra_args),
+    C(vllm_serve_port) (C(sparkops_serve_port)), C(vllm_serve_master_port) (29501) and C(vllm_serve_group_port)
+    (29560).
   - Fails listing every violation, each naming the variable or the host, so that nothing starts on a
     cluster that cannot work. Checks that fabric IPs are distinct host addresses inside the fabric subnet,
-    that cluster variables are the same on every host, and that tensor parallel size times pipeline
-    parallel size equals the number of nodes times GPUs per node.
+    that cluster variables are the same on every host, that the shared paths are absolute and the shared
+    port a TCP port, and that tensor parallel size times pipeline parallel size equals the number of nodes times
+    GPUs per node.
   - Refuses a fabric subnet no fabric of Sparks can use. One wider than C(/8), C(0.0.0.0/0) included, since a
     fabric is a point-to-point link or one switch's small subnet and every address in it is trusted (the
     C(ray_cluster) units accept connections from all of it). One inside loopback C(127.0.0.0/8), multicast
@@ -31,7 +35,7 @@ description:
     address) lies inside the fabric subnet, unless it is the host's own C(sparkops_fabric_ip) (a worker
     reached over the fabric through the head).
   - Refuses two services on one port, whatever the backend and C(ray_cluster_dashboard), among the API
-    (C(sparkops_serve_port), C(vllm_serve_port)), SSH (22), Ray's GCS (C(ray_cluster_port)), dashboard
+    (C(sparkops_serve_port), C(vllm_serve_port)), SSH (22), Ray's GCS (C(sparkops_ray_port), C(ray_cluster_port)), dashboard
     (C(ray_cluster_dashboard_port)), client server (10001) and dashboard agent (52365), Ray's worker ports
     (10002-19999), every port flag in C(ray_cluster_extra_args) (which moves the defaults it names), and vLLM's
     C(vllm_serve_master_port) and C(vllm_serve_group_port). Each role port must be a TCP port and the same on
@@ -104,6 +108,31 @@ cluster:
       type: int
       returned: success
       sample: 2
+    fabric_env_file:
+      description: C(sparkops_fabric_env_file), the fabric environment file C(nccl_env) writes and the units read.
+      type: str
+      returned: success
+      sample: /etc/sparkops/fabric.env
+    ray_venv:
+      description: C(sparkops_ray_venv), the venv C(ray_cluster) installs Ray into and C(vllm_serve) vLLM into.
+      type: str
+      returned: success
+      sample: /opt/sparkops/ray
+    ray_port:
+      description: C(sparkops_ray_port), Ray's GCS port on the head.
+      type: int
+      returned: success
+      sample: 6379
+    hf_home:
+      description: C(sparkops_hf_home), the Hugging Face home C(model_sync) keeps the model under and C(vllm_serve) reads it from.
+      type: str
+      returned: success
+      sample: /var/lib/sparkops/huggingface
+    ray_units:
+      description: The Ray units' names by role (V(head), V(worker)), as C(ray_cluster) writes them.
+      type: dict
+      returned: success
+      sample: {head: sparkops-ray-head.service, worker: sparkops-ray-worker.service}
 problems:
   description: Every violation of the contract, each naming the variable or the host.
   returned: failure

@@ -83,7 +83,7 @@ def test_fabric_subnet_over_a_management_address_is_refused(lab: Lab) -> None:
 
 
 @pytest.mark.parametrize(
-    ("port", "word"), [(22, "SSH"), (6379, "ray_cluster_port 6379"), (10001, "Ray's client server"), (29501, "vllm_serve_master_port 29501")]
+    ("port", "word"), [(22, "SSH"), (6379, "sparkops_ray_port 6379"), (10001, "Ray's client server"), (29501, "vllm_serve_master_port 29501")]
 )
 def test_serve_port_on_a_port_in_use_is_refused(lab: Lab, port: int, word: str) -> None:
     problems = contract_problems(preflight(lab, "-e", f"sparkops_serve_port={port}"))

@@ -228,7 +228,7 @@ def test_management_address_is_the_inventory_name_when_ansible_host_is_unset() -
 
 
 @pytest.mark.parametrize(
-    ("port", "word"), [(22, "SSH"), (6379, "ray_cluster_port 6379"), (10001, "Ray's client server"), (29501, "vllm_serve_master_port 29501")]
+    ("port", "word"), [(22, "SSH"), (6379, "sparkops_ray_port 6379"), (10001, "Ray's client server"), (29501, "vllm_serve_master_port 29501")]
 )
 def test_serve_port_on_a_port_in_use_is_refused(port: int, word: str) -> None:
     message = only_problem_of(lab_task_vars(sparkops_serve_port=port))
@@ -242,7 +242,7 @@ def test_serve_port_on_a_port_in_use_is_refused(port: int, word: str) -> None:
         ("vllm_serve_master_port", 8000, "sparkops_serve_port 8000"),
         ("ray_cluster_port", 29560, "vllm_serve_group_port 29560"),
         ("vllm_serve_port", 8265, "ray_cluster_dashboard_port 8265"),
-        ("vllm_serve_group_port", trust_as_template("{{ 6000 + 379 }}"), "ray_cluster_port 6379"),  # as the inventory's, templated
+        ("vllm_serve_group_port", trust_as_template("{{ 6000 + 379 }}"), "sparkops_ray_port 6379"),  # as the inventory's, templated
     ],
 )
 def test_role_port_from_the_inventory_reaches_the_contract(name: str, value: t.Any, word: str) -> None:
@@ -268,6 +268,29 @@ def test_role_port_differing_between_hosts_fails() -> None:
     assert message == "ray_cluster_port must be the same on every host, it differs: spark-head=6379 (the role's default), spark-worker1=6380"
 
 
+def test_ray_cluster_port_unset_on_one_host_takes_the_ray_port_there() -> None:
+    task_vars = lab_task_vars()
+    for hostvars in task_vars["hostvars"].values():
+        hostvars["sparkops_ray_port"] = 6400
+    task_vars["hostvars"]["spark-worker1"]["ray_cluster_port"] = 6379
+    message = only_problem_of(task_vars)
+    assert message == "ray_cluster_port must be the same on every host, it differs: spark-head=6400 (the role's default), spark-worker1=6379"
+
+
+def test_shared_paths_and_ports_reach_the_plan_and_must_agree() -> None:
+    task_vars = lab_task_vars()
+    for hostvars in task_vars["hostvars"].values():
+        hostvars["sparkops_ray_venv"] = "/srv/ray"
+        hostvars["sparkops_ray_port"] = trust_as_template("{{ 6000 + 400 }}")
+    result = make_action().run(task_vars=task_vars)
+    assert not result.get("failed", False), result
+    fact = result["ansible_facts"]["sparkops_cluster"]
+    assert (fact["ray_venv"], fact["ray_port"], fact["hf_home"]) == ("/srv/ray", 6400, "/var/lib/sparkops/huggingface")
+    task_vars["hostvars"]["spark-worker1"]["sparkops_hf_home"] = "/data/hf"
+    message = only_problem_of(task_vars)
+    assert message == "cluster variable sparkops_hf_home must be the same on every host, it differs: spark-head=None, spark-worker1='/data/hf'"
+
+
 def test_role_port_set_to_its_default_on_one_host_only_is_accepted() -> None:
     task_vars = lab_task_vars()
     task_vars["hostvars"]["spark-head"]["vllm_serve_master_port"] = 29501
@@ -287,4 +310,4 @@ def test_hostile_subnet_and_ports_are_reported_together() -> None:
     assert len(problems) == 3, problems
     assert "sparkops_fabric_subnet 0.0.0.0/0" in problems[0]
     assert any("sparkops_serve_port 22" in p for p in problems)
-    assert any("vllm_serve_master_port 6379" in p and "ray_cluster_port 6379" in p for p in problems)
+    assert any("vllm_serve_master_port 6379" in p and "sparkops_ray_port 6379" in p for p in problems)

@@ -16,8 +16,8 @@ cluster_topology = FilterModule().filters()["cluster_topology"]
 GROUPS = {"all": ["spark-head", "spark-worker2", "spark-worker1", "other"], "ungrouped": ["other"],
           "spark_head": ["spark-head"], "spark_workers": ["spark-worker2", "spark-worker1"]}  # fmt: skip
 HOSTVARS = {
-    "spark-head": {"sparkops_fabric_ip": "192.168.100.10", "ansible_host": "10.0.0.21"},
-    "spark-worker1": {"sparkops_fabric_ip": "192.168.100.11"},
+    "spark-head": {"sparkops_fabric_ip": "192.168.100.10", "ansible_host": "10.0.0.21", "sparkops_ray_port": 6400},
+    "spark-worker1": {"sparkops_fabric_ip": "192.168.100.11", "sparkops_ray_venv": "/not/the/heads"},
     "spark-worker2": {"sparkops_fabric_ip": "192.168.100.12"},
     "other": {},
 }
@@ -31,6 +31,12 @@ def test_filter_returns_the_plans_hosts_in_inventory_order_and_their_addresses()
         "nodes": ["spark-head", "spark-worker2", "spark-worker1"],
         "fabric_ips": {"spark-head": "192.168.100.10", "spark-worker2": "192.168.100.12", "spark-worker1": "192.168.100.11"},
         "head_fabric_ip": "192.168.100.10",
+        # The shared paths and ports: the head's, else their defaults.
+        "fabric_env_file": "/etc/sparkops/fabric.env",
+        "ray_venv": "/opt/sparkops/ray",
+        "ray_port": 6400,
+        "hf_home": "/var/lib/sparkops/huggingface",
+        "ray_units": {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"},
     }
     assert list(got["fabric_ips"]) == got["nodes"]
 
@@ -39,6 +45,8 @@ def test_filter_without_addresses_reads_none() -> None:
     hostvars = {"spark-head": {}, "spark-worker1": {}, "spark-worker2": {}}
     assert cluster_topology(GROUPS, hostvars, addresses=False) == {
         "head": "spark-head", "workers": ["spark-worker2", "spark-worker1"], "nodes": ["spark-head", "spark-worker2", "spark-worker1"],
+        "fabric_env_file": "/etc/sparkops/fabric.env", "ray_venv": "/opt/sparkops/ray", "ray_port": 6379, "hf_home": "/var/lib/sparkops/huggingface",
+        "ray_units": {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"},
     }  # fmt: skip
 
 

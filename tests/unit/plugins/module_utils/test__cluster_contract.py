@@ -21,6 +21,15 @@ from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contra
 )
 
 AS_DICT_KEYS = {"head", "workers", "nodes", "fabric_ips", "head_fabric_ip", "fabric_subnet", "world_size"}
+AS_DICT_KEYS |= {"fabric_env_file", "ray_venv", "ray_port", "hf_home", "ray_units"}  # the shared paths and ports
+RAY_UNITS = {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"}
+SHARED_DEFAULTS = {
+    "fabric_env_file": "/etc/sparkops/fabric.env",
+    "ray_venv": "/opt/sparkops/ray",
+    "ray_port": 6379,
+    "hf_home": "/var/lib/sparkops/huggingface",
+    "ray_units": RAY_UNITS,
+}
 
 
 def make_cluster(**overrides: t.Any) -> dict[str, t.Any]:
@@ -84,6 +93,52 @@ def test_valid_two_node_inventory() -> None:
     assert as_dict["head_fabric_ip"] == "192.168.200.11"
     assert as_dict["fabric_ips"] == plan.fabric_ips
     assert as_dict["world_size"] == 2
+    assert {key: as_dict[key] for key in SHARED_DEFAULTS} == SHARED_DEFAULTS
+
+
+def test_shared_paths_and_ports_from_the_inventory_reach_the_plan() -> None:
+    groups, fabric_ips = make_inventory(2)
+    cluster = make_cluster(sparkops_fabric_env_file="/srv/fabric.env", sparkops_ray_venv="/srv/ray", sparkops_ray_port="6400", sparkops_hf_home="/data/hf")
+    as_dict = validate(groups, fabric_ips, cluster).as_dict()
+    assert {key: as_dict[key] for key in SHARED_DEFAULTS} == {
+        "fabric_env_file": "/srv/fabric.env",
+        "ray_venv": "/srv/ray",
+        "ray_port": 6400,
+        "hf_home": "/data/hf",
+        "ray_units": RAY_UNITS,
+    }
+
+
+@pytest.mark.parametrize("name", ["sparkops_fabric_env_file", "sparkops_ray_venv", "sparkops_hf_home"])
+@pytest.mark.parametrize("value", ["relative/path", "/", "", "/a\nb", 5])
+def test_a_shared_path_must_be_absolute(name: str, value: t.Any) -> None:
+    groups, fabric_ips = make_inventory(2)
+    message = only_problem(groups, fabric_ips, make_cluster(**{name: value}))
+    assert message == f"{name} must be an absolute path below / on one line, got {value!r}"
+
+
+@pytest.mark.parametrize(("value", "fragment"), [("abc", "positive integer"), (0, "positive integer"), (True, "positive integer"), (65536, "1-65535")])
+def test_a_bad_ray_port_is_refused(value: t.Any, fragment: str) -> None:
+    groups, fabric_ips = make_inventory(2)
+    message = only_problem(groups, fabric_ips, make_cluster(sparkops_ray_port=value))
+    assert message.startswith("sparkops_ray_port must be") and fragment in message
+
+
+def test_the_ray_port_clashes_with_another_service() -> None:
+    groups, fabric_ips = make_inventory(2)
+    message = only_problem(groups, fabric_ips, make_cluster(sparkops_ray_port=29501))
+    assert message == (
+        "sparkops_ray_port 29501 (Ray's GCS, ray start --port) clashes with vllm_serve_master_port 29501 (vLLM's mp rendezvous, --master-port): "
+        "every service needs its own port"
+    )
+
+
+def test_ray_cluster_port_defaults_to_the_ray_port() -> None:
+    """ray_cluster_port unset takes sparkops_ray_port; set to it, it is one service; set elsewhere, both are claimed."""
+    groups, fabric_ips = make_inventory(2)
+    validate(groups, fabric_ips, make_cluster(sparkops_ray_port=6400), ports={"ray_cluster_port": 6400})
+    message = only_problem(groups, fabric_ips, make_cluster(sparkops_ray_port=6400, sparkops_serve_port=6379), ports={"ray_cluster_port": 6379})
+    assert "sparkops_serve_port 6379" in message and "ray_cluster_port 6379" in message
 
 
 def test_valid_four_node_inventory() -> None:
@@ -505,8 +560,8 @@ def test_management_addresses_apart_from_the_fabric_are_accepted(management: dic
     ("port", "words"),
     [
         (22, ["SSH"]),
-        (6379, ["ray_cluster_port 6379", "Ray's GCS"]),
-        ("6379", ["ray_cluster_port 6379"]),
+        (6379, ["sparkops_ray_port 6379", "Ray's GCS"]),
+        ("6379", ["sparkops_ray_port 6379"]),
         (10001, ["port 10001", "Ray's client server"]),
         (8265, ["ray_cluster_dashboard_port 8265", "Ray's dashboard"]),
         (52365, ["port 52365", "Ray's dashboard agent"]),
@@ -529,7 +584,7 @@ def test_serve_port_on_another_service_port_is_refused(port: t.Any, words: list[
     [
         ({"ray_cluster_port": 8000}, ["sparkops_serve_port 8000", "ray_cluster_port 8000"]),
         ({"vllm_serve_port": 22}, ["vllm_serve_port 22", "SSH"]),
-        ({"vllm_serve_master_port": 6379}, ["ray_cluster_port 6379", "vllm_serve_master_port 6379"]),
+        ({"vllm_serve_master_port": 6379}, ["sparkops_ray_port 6379", "vllm_serve_master_port 6379"]),
         ({"vllm_serve_group_port": "29501"}, ["vllm_serve_master_port 29501", "vllm_serve_group_port 29501"]),
         ({"ray_cluster_dashboard_port": 22}, ["ray_cluster_dashboard_port 22", "SSH"]),
         ({"ray_cluster_port": 10001}, ["ray_cluster_port 10001", "Ray's client server"]),
@@ -550,7 +605,7 @@ def test_role_ports_that_clash_are_refused(ports: dict[str, t.Any], words: list[
         (["--dashboard-agent-listen-port=29501"], ["ray_cluster_extra_args --dashboard-agent-listen-port 29501", "vllm_serve_master_port 29501"]),
         (["--node-manager-port", 8000], ["ray_cluster_extra_args --node-manager-port 8000", "sparkops_serve_port 8000"]),
         (["--worker-port-list=7000,8000"], ["Ray's worker port 8000", "sparkops_serve_port 8000"]),
-        ("--metrics-export-port 6379", ["ray_cluster_extra_args --metrics-export-port 6379", "ray_cluster_port 6379"]),
+        ("--metrics-export-port 6379", ["ray_cluster_extra_args --metrics-export-port 6379", "sparkops_ray_port 6379"]),
     ],
 )
 def test_ray_extra_args_ports_that_clash_are_refused(args: t.Any, words: list[str]) -> None:
@@ -613,9 +668,10 @@ def test_role_port_defaults_match_the_roles() -> None:
         "vllm_serve_group_port",
     }
     for name, default in contract.ROLE_PORT_VARS.items():
-        expected = None if name == "vllm_serve_port" else defaults[name]  # vllm_serve_port defaults to sparkops_serve_port
+        expected = None if name in contract.ROLE_PORT_DEFAULTS_TO else defaults[name]  # these default to a cluster variable
         assert default == expected, name
     assert defaults["vllm_serve_port"] == "{{ sparkops_serve_port }}"
+    assert defaults["ray_cluster_port"] == "{{ __ray_cluster_plan.ray_port }}"
     assert defaults["ray_cluster_extra_args"] == []
 
 
@@ -642,7 +698,7 @@ def test_every_hostile_setting_is_reported_together() -> None:
     )
     assert len(problems) == 3, problems
     assert problems[0].startswith("host spark-head: ")
-    assert any("sparkops_serve_port 6379" in p and "ray_cluster_port 6379" in p for p in problems)
+    assert any("sparkops_serve_port 6379" in p and "sparkops_ray_port 6379" in p for p in problems)
     assert any("vllm_serve_master_port 22" in p and "SSH" in p for p in problems)
 
 
@@ -660,12 +716,12 @@ def test_port_clash_is_reported_with_a_missing_cluster_variable() -> None:
     problems = problems_of(groups, fabric_ips, cluster)
     assert len(problems) == 2, problems
     assert "sparkops_model_repo is not set" in problems[0]
-    assert problems[1].startswith("sparkops_serve_port 6379 (vLLM's API) clashes with ray_cluster_port 6379")
+    assert problems[1].startswith("sparkops_serve_port 6379 (vLLM's API) clashes with sparkops_ray_port 6379")
 
 
 # topology(): the plan's hosts and addresses from the inventory alone (the cluster_topology filter, for roles run
 # without the preflight).
-TOPOLOGY_KEYS = ["head", "workers", "nodes", "fabric_ips", "head_fabric_ip"]
+TOPOLOGY_KEYS = ["head", "workers", "nodes", "fabric_ips", "head_fabric_ip", *SHARED_DEFAULTS]
 
 
 def test_topology_of_a_valid_inventory_is_the_plans() -> None:
@@ -683,7 +739,16 @@ def test_topology_of_a_valid_inventory_is_the_plans() -> None:
         "nodes": ["spark-head", "spark-worker1", "spark-worker2", "spark-worker3"],
         "fabric_ips": {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12", "spark-worker2": "192.168.200.13", "spark-worker3": "192.168.200.14"},
         "head_fabric_ip": "192.168.200.11",
+        **SHARED_DEFAULTS,
     }
+
+
+def test_topology_reads_the_shared_paths_and_ports_from_the_head() -> None:
+    asked: list[tuple[str, str]] = []
+    given = {"sparkops_ray_venv": "/srv/ray", "sparkops_ray_port": 6400}
+    got = topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w"]}, None, lambda host, name: asked.append((host, name)) or given.get(name))
+    assert {key: got[key] for key in SHARED_DEFAULTS} == {**SHARED_DEFAULTS, "ray_venv": "/srv/ray", "ray_port": 6400}
+    assert asked == [("h", name) for name in ("sparkops_fabric_env_file", "sparkops_ray_venv", "sparkops_ray_port", "sparkops_hf_home")]
 
 
 def test_topology_keeps_the_inventory_order_of_the_workers_and_drops_repeats() -> None:
@@ -709,7 +774,8 @@ def test_topology_takes_the_addresses_as_given() -> None:
 
 
 def test_topology_without_addresses_leaves_them_out_and_needs_none() -> None:
-    assert topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w1", "w2"]}, None) == {"head": "h", "workers": ["w1", "w2"], "nodes": ["h", "w1", "w2"]}
+    got = topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w1", "w2"]}, None)
+    assert got == {"head": "h", "workers": ["w1", "w2"], "nodes": ["h", "w1", "w2"], **SHARED_DEFAULTS}
 
 
 def test_topology_of_a_head_alone() -> None:
@@ -719,6 +785,7 @@ def test_topology_of_a_head_alone() -> None:
         "nodes": ["h"],
         "fabric_ips": {"h": "10.0.0.1"},
         "head_fabric_ip": "10.0.0.1",
+        **SHARED_DEFAULTS,
     }
 
 
