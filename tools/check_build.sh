@@ -27,7 +27,7 @@ if grep -E "$forbidden" "$work/contents"; then
   fail "the artifact carries the files above (lab, caches, venvs, test material, ee/ or awx/)"
 fi
 for required in MANIFEST.json FILES.json README.md meta/runtime.yml playbooks/site.yml plugins/modules/cluster_contract.py \
-                plugins/action/cluster_contract.py plugins/module_utils/_cluster_contract.py inventories/sparks/hosts.yml; do
+                plugins/action/cluster_contract.py plugins/plugin_utils/_cluster_contract.py inventories/sparks/hosts.yml; do
   grep -qx "$required" "$work/contents" || fail "$required is missing from the artifact"
 done
 

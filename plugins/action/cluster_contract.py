@@ -8,7 +8,7 @@ from __future__ import annotations
 import typing as t
 
 from ansible.plugins.action import ActionBase
-from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import (
+from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contract import (
     CLUSTER_VARS,
     FABRIC_IP_VAR,
     HEAD_GROUP,

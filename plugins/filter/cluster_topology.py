@@ -108,7 +108,7 @@ def _host_var(hostvars: t.Mapping[str, t.Any], host: str, name: str) -> t.Any:
 def cluster_topology_filter(groups: t.Any, hostvars: t.Any, addresses: t.Any = True) -> dict[str, t.Any]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import FABRIC_IP_VAR, TopologyError, topology
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contract import FABRIC_IP_VAR, TopologyError, topology
 
     if not isinstance(groups, t.Mapping):
         raise AnsibleFilterError("sparkops.inference.cluster_topology: the input must be the inventory's groups (groups)")

@@ -49,7 +49,7 @@ from ansible.errors import AnsibleFilterError
 def env_file_filter(env: t.Any, header: t.Sequence[str] = ()) -> str:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._fabric_env import FabricEnvError, render_env_file
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_env import FabricEnvError, render_env_file
 
     if not isinstance(env, t.Mapping):
         raise AnsibleFilterError(f"sparkops.inference.env_file: the input must be a dict, not {type(env).__name__}")

@@ -92,7 +92,7 @@ from ansible.errors import AnsibleFilterError
 def fabric_env_filter(roce: t.Any, **kwargs: t.Any) -> dict[str, str]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._fabric_env import FabricEnvError, fabric_env
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_env import FabricEnvError, fabric_env
 
     if not isinstance(roce, t.Mapping):
         raise AnsibleFilterError(f"sparkops.inference.fabric_env: the input must be the dict roce_info returned, not {type(roce).__name__}")

@@ -89,7 +89,7 @@ def fabric_gate_filter(
 ) -> dict[str, t.Any]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._fabric_gate import FabricGateError, GateSettings, fabric_gate
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_gate import FabricGateError, GateSettings, fabric_gate
 
     if not isinstance(nodes, t.Mapping):
         raise AnsibleFilterError(f"sparkops.inference.fabric_gate: the input must map node names to roce_info results, not {type(nodes).__name__}")

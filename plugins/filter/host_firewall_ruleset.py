@@ -116,7 +116,7 @@ def host_firewall_ruleset_filter(
 ) -> str:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._host_firewall import TABLE, HostFirewallError, build
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._host_firewall import TABLE, HostFirewallError, build
 
     if isinstance(header, str) or not all(isinstance(line, str) and "\n" not in line and "\r" not in line for line in header):
         raise AnsibleFilterError(f"sparkops.inference.host_firewall_ruleset: header must be a list of one-line strings, got {header!r}")

@@ -99,7 +99,7 @@ def memory_guard_settings_filter(
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
     from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard import MemoryGuardError
-    from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard_settings import node_settings
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._memory_guard_settings import node_settings
 
     if not isinstance(meminfo, str):
         raise AnsibleFilterError(f"sparkops.inference.memory_guard_settings: the input must be /proc/meminfo's text, got {type(meminfo).__name__}")

@@ -88,7 +88,7 @@ def metrics_file_sd_filter(
 ) -> dict[str, list[dict[str, t.Any]]]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._metrics_config import MetricsConfigError, file_sd
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._metrics_config import MetricsConfigError, file_sd
 
     if not isinstance(scrape_nodes, bool):
         raise AnsibleFilterError(f"sparkops.inference.metrics_file_sd: metrics_node_exporter_scrape must be true or false, got {scrape_nodes!r}")

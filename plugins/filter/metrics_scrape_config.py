@@ -55,7 +55,7 @@ from ansible.errors import AnsibleFilterError
 def metrics_scrape_config_filter(file_sd_dir: t.Any, scheme: t.Any = "http", scrape_nodes: t.Any = True) -> dict[str, t.Any]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._metrics_config import MetricsConfigError, scrape_config
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._metrics_config import MetricsConfigError, scrape_config
 
     if not isinstance(scrape_nodes, bool):
         raise AnsibleFilterError(f"sparkops.inference.metrics_scrape_config: metrics_node_exporter_scrape must be true or false, got {scrape_nodes!r}")

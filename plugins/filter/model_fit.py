@@ -125,7 +125,7 @@ def model_fit_filter(
 ) -> dict[str, t.Any]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._model_fit import DEFAULT_OVERHEAD_BYTES, Cluster, plan_fit, shape_from_config
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._model_fit import DEFAULT_OVERHEAD_BYTES, Cluster, plan_fit, shape_from_config
 
     if not isinstance(metadata, t.Mapping) or not isinstance(metadata.get("config"), t.Mapping):
         raise AnsibleFilterError("sparkops.inference.model_fit: the input must be model_metadata's result (with its config)")

@@ -56,7 +56,7 @@ from ansible.errors import AnsibleFilterError
 def nccl_check_filter(text: t.Any, expect: str = "ib", min_busbw_gbps: t.Any = 0, node: str = "") -> dict[str, t.Any]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._nccl_check import nccl_verdict, parse_nccl_log
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._nccl_check import nccl_verdict, parse_nccl_log
 
     if not isinstance(text, str):
         raise AnsibleFilterError(f"sparkops.inference.nccl_check: the input must be the check's output, not {type(text).__name__}")

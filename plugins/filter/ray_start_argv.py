@@ -66,7 +66,7 @@ from ansible.errors import AnsibleFilterError
 def ray_start_argv_filter(variables: t.Any, role: t.Any, temp_dir: t.Any) -> list[str]:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._ray_start_argv import RayStartArgvError, RayStartInputs, ray_start_argv
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._ray_start_argv import RayStartArgvError, RayStartInputs, ray_start_argv
 
     try:
         return ray_start_argv(RayStartInputs.from_vars(variables, role=role, temp_dir=temp_dir))

@@ -80,7 +80,7 @@ def systemd_exec_args_filter(
 ) -> str:
     # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
     # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
-    from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import SystemdUnitError, exec_args, flag
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._systemd_unit import SystemdUnitError, exec_args, flag
 
     if sources is not None and not isinstance(sources, t.Mapping):
         raise AnsibleFilterError(f"sparkops.inference.systemd_exec_args: sources must be a dict, not {type(sources).__name__}")

@@ -33,8 +33,8 @@ sys.path.insert(0, str(LINK.parent.parent))
 # pylint: disable=wrong-import-position
 from ansible_collections.sparkops.inference.plugins.module_utils._gpu_info import collect  # noqa: E402
 from ansible_collections.sparkops.inference.plugins.module_utils._process_end import end_processes  # noqa: E402
-from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_check import verdict  # noqa: E402
-from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_plan import Settings, plan  # noqa: E402
+from ansible_collections.sparkops.inference.plugins.plugin_utils._reclaim_check import verdict  # noqa: E402
+from ansible_collections.sparkops.inference.plugins.plugin_utils._reclaim_plan import Settings, plan  # noqa: E402
 
 HOLDER = (
     "import torch, time; x = torch.empty({gib} * 2**30, dtype=torch.uint8, device='cuda'); x.fill_(1); "

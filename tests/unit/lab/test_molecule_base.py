@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import CLUSTER_VARS
+from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contract import CLUSTER_VARS
 from molecule.util import merge_dicts
 
 from molecule.model import schema_v3

@@ -8,7 +8,7 @@ the ray_cluster role alone the docker runtime.
 Runs ansible-playbook against this machine (local connection, nothing is changed: the preflight only reads facts,
 and the role stops at its first task). The head's fabric address is one this machine has, so the preflight passes
 when the settings are good. This machine is not aarch64: the Spark-only rows are tested in
-tests/unit/plugins/module_utils/test__vllm_support.py.
+tests/unit/plugins/plugin_utils/test__vllm_support.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 """The host_firewall role as Ansible renders it (its defaults and vars, the task of tasks/enable.yml that builds the
 ruleset, its unit template), for a head and two workers: what each node admits, the port Ansible uses kept open, the
 unit read back as systemd reads it (tests/unit/systemd_syntax.py), and bad values refused naming their variable before
-anything is written. What the kernel does with the ruleset: tests/unit/plugins/module_utils/test__host_firewall.py; the
+anything is written. What the kernel does with the ruleset: tests/unit/plugins/plugin_utils/test__host_firewall.py; the
 role on lab nodes (unit, reboot, reload, removal): molecule/serve/tests/test_firewall.py."""
 
 from __future__ import annotations

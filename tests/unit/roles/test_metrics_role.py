@@ -7,7 +7,7 @@ serve port for vLLM and every node's at 9100 for the node exporter, the scrape j
 rules and the jobs, on the controller and on the Prometheus host; a second run changes nothing; a bad value is refused
 naming its variable before anything is written; a real Prometheus (Debian's, from `make setup`) reads the files, scrapes
 stand-ins for vLLM's /metrics and a node exporter, and fires the alerts. The rules' behaviour in detail:
-tests/unit/plugins/module_utils/test__metrics_config.py."""
+tests/unit/plugins/plugin_utils/test__metrics_config.py."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from ansible_collections.sparkops.inference.plugins.action.cluster_contract import ActionModule
-from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import CLUSTER_VARS
-from ansible_collections.sparkops.inference.tests.unit.plugins.module_utils.test__cluster_contract import make_cluster
+from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contract import CLUSTER_VARS
+from ansible_collections.sparkops.inference.tests.unit.plugins.plugin_utils.test__cluster_contract import make_cluster
 
 CLUSTER = make_cluster()
 FABRIC_IPS = {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12", "spark-worker2": "192.168.200.13"}

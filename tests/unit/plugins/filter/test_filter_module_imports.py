@@ -23,8 +23,8 @@ def top_level_collection_imports(path: Path) -> list[str]:
 
 def test_the_check_sees_a_top_level_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("from ansible_collections.sparkops.inference.plugins.module_utils._fabric_env import fabric_env\n")
-    assert top_level_collection_imports(sample) == ["ansible_collections.sparkops.inference.plugins.module_utils._fabric_env"]
+    sample.write_text("from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_env import fabric_env\n")
+    assert top_level_collection_imports(sample) == ["ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_env"]
 
 
 @pytest.mark.parametrize("path", FILTERS, ids=[p.name for p in FILTERS])

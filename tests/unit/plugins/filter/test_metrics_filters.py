@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The metrics filters: wiring to module_utils/_metrics_config.py and their errors, which name the filter and the role's
+"""The metrics filters: wiring to plugin_utils/_metrics_config.py and their errors, which name the filter and the role's
 variable."""
 
 from __future__ import annotations

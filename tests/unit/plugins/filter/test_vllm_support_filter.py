@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The vllm_support filter: wiring to module_utils/_vllm_support.py and its error messages (which name the filter)."""
+"""The vllm_support filter: wiring to plugin_utils/_vllm_support.py and its error messages (which name the filter)."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ansible_collections.sparkops.inference.plugins.module_utils._fabric_env import render_env_file
 from ansible_collections.sparkops.inference.plugins.module_utils._node_recon import Host, Options, Sources, nccl_library, recon, versions
 from ansible_collections.sparkops.inference.plugins.module_utils._version_drift import version_drift
+from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_env import render_env_file
 
 HOST = Host(machine="aarch64", kernel="6.11.0-1016-nvidia", python="3.12.3")
 WHEEL = [("/opt/sparkops/ray", {"nvidia-nccl-cu13": "2.28.9"})]

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from ansible_collections.sparkops.inference.plugins.module_utils._host_firewall import HostFirewallError, build
+from ansible_collections.sparkops.inference.plugins.plugin_utils._host_firewall import HostFirewallError, build
 
 NODES = {"spark-head": "10.77.0.1", "spark-worker1": "10.77.0.2"}
 NFT = shutil.which("nft") or "/usr/sbin/nft"

@@ -11,7 +11,7 @@ import typing as t
 
 import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard import GuardSettings, MemoryGuardError
-from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard_settings import gate_level_mib, node_settings
+from ansible_collections.sparkops.inference.plugins.plugin_utils._memory_guard_settings import gate_level_mib, node_settings
 
 GB10 = "MemTotal:       125526716 kB\nMemFree:         1000000 kB\nMemAvailable:   18912256 kB\nSwapFree:              0 kB\n"
 GB10_TOTAL_MIB = 125526716 // 1024

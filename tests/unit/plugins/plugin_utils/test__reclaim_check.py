@@ -1,15 +1,15 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the _reclaim_check module util: the verdict on a gpu_info result read after reclaiming."""
+"""Unit tests for the _reclaim_check plugin util: the verdict on a gpu_info result read after reclaiming."""
 
 from __future__ import annotations
 
 import typing as t
 
 import pytest
-from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_check import required_mib, verdict
-from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_plan import Settings
+from ansible_collections.sparkops.inference.plugins.plugin_utils._reclaim_check import required_mib, verdict
+from ansible_collections.sparkops.inference.plugins.plugin_utils._reclaim_plan import Settings
 
 XORG = {"pid": 2741, "name": "/usr/lib/xorg/Xorg", "used_mib": 18, "unit": "session-c1.scope", "user_unit": False}
 RAY_HEAD = {"pid": 501, "name": "ray::IDLE", "used_mib": 2000, "unit": "sparkops-ray-head.service", "user_unit": False}

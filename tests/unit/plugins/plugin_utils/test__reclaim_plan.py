@@ -1,14 +1,14 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the _reclaim_plan module util: each branch of the classification, in the docstring's order."""
+"""Unit tests for the _reclaim_plan plugin util: each branch of the classification, in the docstring's order."""
 
 from __future__ import annotations
 
 import typing as t
 
 import pytest
-from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_plan import (
+from ansible_collections.sparkops.inference.plugins.plugin_utils._reclaim_plan import (
     ReclaimSettingsError,
     Settings,
     owner_text,

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The table of vLLM builds a host can run (module_utils/_vllm_support.py)."""
+"""The table of vLLM builds a host can run (plugin_utils/_vllm_support.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.sparkops.inference.plugins.module_utils._vllm_support import (
+from ansible_collections.sparkops.inference.plugins.plugin_utils._vllm_support import (
     AARCH64_PYPI,
     AARCH64_PYPI_MISSING,
     NGC_VLLM,

@@ -4,7 +4,7 @@
 """Values written into systemd unit files (and the comments of environment files), so that systemd reads back
 exactly the value and nothing else.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 How systemd reads a unit file (systemd.syntax(7); systemd.service(5), "Command lines"; systemd.unit(5),
 "Specifiers"; in systemd 252's source: ``src/shared/conf-parser.c`` ``config_parse()``, ``src/basic/fileio.c``

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Which vLLM build the vllm_serve role's settings give a host, and whether it can run there.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 A DGX Spark is aarch64 with a GB10 GPU (sm_121) and CUDA 13. Any other architecture is "not a Spark" (the lab is
 x86_64 and runs vLLM's CPU build): only the checks that hold everywhere apply there.

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""``vllm serve``'s arguments from the vllm_serve role's variables (plugins/module_utils/_vllm_serve_argv.py): each
+"""``vllm serve``'s arguments from the vllm_serve role's variables (plugins/plugin_utils/_vllm_serve_argv.py): each
 backend and rank, the optional flags, the extra arguments last, and refusals that name the variable."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import dataclasses
 import typing as t
 
 import pytest
-from ansible_collections.sparkops.inference.plugins.module_utils._vllm_serve_argv import (
+from ansible_collections.sparkops.inference.plugins.plugin_utils._vllm_serve_argv import (
     VARIABLES,
     VllmServeArgvError,
     VllmServeInputs,

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Decide how to free GPU memory: which units to stop, containers to remove, processes to end, and what to refuse.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 Input is a ``gpu_info`` result (GPU processes with their unit and container) and the host's systemd services
 (``ansible_facts.services``). Each GPU process is, in this order:

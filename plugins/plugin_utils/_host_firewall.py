@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The host firewall of a Spark (nftables): what other hosts may reach on a node of the cluster.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 Ray binds its servers to every interface and picks most of its ports at random (``ray start``'s node manager, object
 manager, runtime env and dashboard agent ports, its workers' 10002-19999); vLLM opens rendezvous ports (mp mode's

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The inventory contract every sparkops.inference role relies on, and its validation.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Prometheus files for a Spark cluster: scrape targets (file_sd), the scrape jobs, and the alert rules.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 Two jobs: ``sparkops-vllm`` scrapes vLLM's ``/metrics`` on the head (the API server; in both of the collection's
 modes only the head serves the API), ``sparkops-node`` a node exporter on every node (its textfile collector also

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The Prometheus files of module_utils/_metrics_config.py: the targets and jobs, every refusal naming its variable,
+"""The Prometheus files of plugin_utils/_metrics_config.py: the targets and jobs, every refusal naming its variable,
 and the alert rules read by the real promtool - `check rules`, then `test rules` with synthetic series that make each
 alert fire, and not fire, at the thresholds. promtool comes from `make setup` (tools/setup_host.sh); a machine
 without it fails these tests."""
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.sparkops.inference.plugins.module_utils._metrics_config import (
+from ansible_collections.sparkops.inference.plugins.plugin_utils._metrics_config import (
     NODE_JOB,
     VLLM_JOB,
     MetricsConfigError,

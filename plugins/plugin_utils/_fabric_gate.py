@@ -4,7 +4,7 @@
 """The fabric link gate: every node's fabric link at its expected speed, with an MTU that is large enough and the
 same on every node, from what roce_info returned for each node.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 A ConnectX-7 link that trained at a degraded speed (~13 Gb/s instead of 200) or an MTU that differs between the nodes
 passes a "link up" check, and NCCL then runs slowly or falls back to sockets. :func:`fabric_gate` names each such node

@@ -9,7 +9,7 @@ exactly is ``systemd_exec_args``'s job. What is refused here, naming the variabl
 all: a missing variable, a list or a mapping where one value goes, a boolean where a number goes, a dashboard switch
 that is not a boolean, a node role other than head or worker.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.sparkops.inference.plugins.module_utils._role_argv import argument_list, argument_text, check_names
+from ansible_collections.sparkops.inference.plugins.plugin_utils._role_argv import argument_list, argument_text, check_names
 
 PREFIX = "ray_cluster_"
 ROLES = ("head", "worker")

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the private module util _systemd_unit: values written into systemd unit files.
+"""Unit tests for the private plugin util _systemd_unit: values written into systemd unit files.
 
 What systemd reads back is asked of systemd itself (``systemd-analyze verify``) where it is installed, else of the
 Python model of its parser in tests/unit/systemd_syntax.py (whose docstring cites the man pages and the source); the
@@ -16,7 +16,7 @@ import typing as t
 
 import pytest
 import systemd_syntax
-from ansible_collections.sparkops.inference.plugins.module_utils._systemd_unit import (
+from ansible_collections.sparkops.inference.plugins.plugin_utils._systemd_unit import (
     SystemdUnitError,
     exec_args,
     exec_word,

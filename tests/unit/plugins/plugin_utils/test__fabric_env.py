@@ -1,14 +1,14 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the private module util _fabric_env: the environment that keeps traffic on the fabric."""
+"""Unit tests for the private plugin util _fabric_env: the environment that keeps traffic on the fabric."""
 
 from __future__ import annotations
 
 import typing as t
 
 import pytest
-from ansible_collections.sparkops.inference.plugins.module_utils._fabric_env import FabricEnvError, fabric_env, render_env_file
+from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_env import FabricEnvError, fabric_env, render_env_file
 
 IB = {
     "interface": "enp1s0f1np1",

@@ -9,7 +9,7 @@ The resume level is the larger of the level asked for and the level vLLM's own m
 it): a guard that started vLLM below that level would only see the start fail in the gate and use up the unit's
 start limit (:mod:`._memory_guard`'s docstring).
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ filters share (_ray_start_argv, _vllm_serve_argv).
 
 Each check raises the caller's error class (``error``), so that each filter keeps its own error and messages.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the _fabric_gate module util, over roce_info results read from the sysfs fixtures (fixtures/sysfs)."""
+"""Unit tests for the _fabric_gate plugin util, over roce_info results read from the sysfs fixtures (fixtures/sysfs)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import typing as t
 from pathlib import Path
 
 import pytest
-from ansible_collections.sparkops.inference.plugins.module_utils._fabric_gate import FabricGateError, GateSettings, fabric_gate
 from ansible_collections.sparkops.inference.plugins.module_utils._roce import roce_info
+from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_gate import FabricGateError, GateSettings, fabric_gate
 from sysfs_tree import materialise
 
 ADDRESSES = {"enp1s0f1np1": ["192.168.200.11"], "enP2p1s0f1np1": ["192.168.201.11"]}

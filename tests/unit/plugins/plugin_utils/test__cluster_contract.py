@@ -1,14 +1,14 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the private module util _cluster_contract."""
+"""Unit tests for the private plugin util _cluster_contract."""
 
 from __future__ import annotations
 
 import typing as t
 
 import pytest
-from ansible_collections.sparkops.inference.plugins.module_utils._cluster_contract import (
+from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contract import (
     CLUSTER_VARS,
     FABRIC_IP_VAR,
     HEAD_GROUP,
@@ -654,7 +654,7 @@ def test_role_port_defaults_match_the_roles() -> None:
     from pathlib import Path
 
     import yaml
-    from ansible_collections.sparkops.inference.plugins.module_utils import _cluster_contract as contract
+    from ansible_collections.sparkops.inference.plugins.plugin_utils import _cluster_contract as contract
 
     roles = Path(__file__).resolve().parents[4] / "roles"
     defaults = {}

@@ -10,7 +10,7 @@ whether systemd reads it back exactly is ``systemd_exec_args``'s. What is refuse
 cannot be an argument at all: a missing variable, a list or a mapping where one word goes, a boolean, an unknown
 backend, a rank that is not one of the nodes'.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import typing as t
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ansible_collections.sparkops.inference.plugins.module_utils._role_argv import argument_list, argument_text, check_names
+from ansible_collections.sparkops.inference.plugins.plugin_utils._role_argv import argument_list, argument_text, check_names
 
 PREFIX = "vllm_serve_"
 BACKENDS = ("ray", "mp")

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Prove that GPU memory is free: no GPU process left but allowed ones, and enough memory available.
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 Memory that the collection's own kept services hold (its running Ray/vLLM, when ``include_own`` is off) counts as
 available: it is the service the memory is freed for, so a converged cluster passes the check. That is a process in
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import typing as t
 
-from ansible_collections.sparkops.inference.plugins.module_utils._reclaim_plan import (
+from ansible_collections.sparkops.inference.plugins.plugin_utils._reclaim_plan import (
     Settings,
     basename,
     matches,

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Read the log of the gate's NCCL check (roles/nccl_env/files/sparkops-nccl-check run with NCCL_DEBUG=INFO).
 
-Note that this module util is **PRIVATE** to the collection. It can have breaking changes at any time.
+Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 
 What NCCL says about itself, from its own INFO and WARN lines (formats of NVIDIA/nccl v2.28.9-1; the lines of the
 lent GPU machine are unit-test fixtures): the library version in use (``NCCL version 2.28.3+cuda13.0``: under

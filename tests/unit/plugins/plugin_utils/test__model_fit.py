@@ -9,7 +9,7 @@ import signal
 import typing as t
 
 import pytest
-from ansible_collections.sparkops.inference.plugins.module_utils._model_fit import (
+from ansible_collections.sparkops.inference.plugins.plugin_utils._model_fit import (
     GIB,
     Cluster,
     Verdict,
