@@ -106,8 +106,7 @@ def _host_var(hostvars: t.Mapping[str, t.Any], host: str, name: str) -> t.Any:
 
 
 def cluster_topology_filter(groups: t.Any, hostvars: t.Any, addresses: t.Any = True) -> dict[str, t.Any]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contract import FABRIC_IP_VAR, TopologyError, topology
 
     if not isinstance(groups, t.Mapping):

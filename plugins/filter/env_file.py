@@ -47,8 +47,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def env_file_filter(env: t.Any, header: t.Sequence[str] = ()) -> str:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_env import FabricEnvError, render_env_file
 
     if not isinstance(env, t.Mapping):

@@ -90,8 +90,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def fabric_env_filter(roce: t.Any, **kwargs: t.Any) -> dict[str, str]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_env import FabricEnvError, fabric_env
 
     if not isinstance(roce, t.Mapping):

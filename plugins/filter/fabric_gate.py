@@ -87,8 +87,7 @@ def fabric_gate_filter(
     min_mtu: t.Any = 1500,
     speed_check: t.Any = "auto",
 ) -> dict[str, t.Any]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._fabric_gate import FabricGateError, GateSettings, fabric_gate
 
     if not isinstance(nodes, t.Mapping):

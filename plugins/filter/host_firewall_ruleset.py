@@ -114,8 +114,7 @@ def host_firewall_ruleset_filter(
     metrics_networks: t.Any = (),
     metrics_ports: t.Any = (),
 ) -> str:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._host_firewall import TABLE, HostFirewallError, build
 
     if isinstance(header, str) or not all(isinstance(line, str) and "\n" not in line and "\r" not in line for line in header):

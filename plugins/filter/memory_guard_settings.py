@@ -96,8 +96,7 @@ def memory_guard_settings_filter(
     gate_min_available_mib: t.Any = None,
     gpu_memory_utilization: t.Any = 0.0,
 ) -> dict[str, t.Any]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard import MemoryGuardError
     from ansible_collections.sparkops.inference.plugins.plugin_utils._memory_guard_settings import node_settings
 

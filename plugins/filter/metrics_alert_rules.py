@@ -77,8 +77,7 @@ KEYS = ("engine_down_for", "queue_waiting", "queue_for", "kv_cache_usage", "kv_c
 
 
 def metrics_alert_rules_filter(thresholds: t.Any) -> dict[str, t.Any]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._metrics_config import MetricsConfigError, alert_rules
 
     if not isinstance(thresholds, Mapping) or set(thresholds) - set(KEYS):

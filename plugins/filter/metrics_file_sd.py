@@ -86,8 +86,7 @@ def metrics_file_sd_filter(
     scrape_nodes: t.Any = True,
     address_var: t.Any = "ansible_host",
 ) -> dict[str, list[dict[str, t.Any]]]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._metrics_config import MetricsConfigError, file_sd
 
     if not isinstance(scrape_nodes, bool):

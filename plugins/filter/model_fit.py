@@ -123,8 +123,7 @@ def model_fit_filter(
     kv_cache_dtype: str = "auto",
     overhead_bytes: t.Any = None,
 ) -> dict[str, t.Any]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._model_fit import DEFAULT_OVERHEAD_BYTES, Cluster, plan_fit, shape_from_config
 
     if not isinstance(metadata, t.Mapping) or not isinstance(metadata.get("config"), t.Mapping):

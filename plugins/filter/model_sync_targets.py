@@ -59,8 +59,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def model_sync_targets_filter(checks: t.Any, addresses: t.Any, head_commit: t.Any) -> list[str]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._model_sync_targets import TargetsError, model_sync_targets
 
     for name, value in (("the input", checks), ("addresses", addresses)):

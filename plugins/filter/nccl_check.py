@@ -54,8 +54,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def nccl_check_filter(text: t.Any, expect: str = "ib", min_busbw_gbps: t.Any = 0, node: str = "") -> dict[str, t.Any]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._nccl_check import nccl_verdict, parse_nccl_log
 
     if not isinstance(text, str):

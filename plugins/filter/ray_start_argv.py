@@ -64,8 +64,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def ray_start_argv_filter(variables: t.Any, role: t.Any, temp_dir: t.Any) -> list[str]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._ray_start_argv import RayStartArgvError, RayStartInputs, ray_start_argv
 
     try:

@@ -42,8 +42,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def ray_version_mismatches_filter(per_host: t.Any) -> list[str]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster import version_mismatches
 
     if not isinstance(per_host, t.Mapping):

@@ -131,8 +131,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def reclaim_plan_filter(gpu_info: t.Any, services: t.Any, settings: t.Any = None) -> dict[str, t.Any]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._reclaim_plan import ReclaimSettingsError, Settings, plan
 
     if not isinstance(gpu_info, t.Mapping) or not isinstance(gpu_info.get("processes"), list):

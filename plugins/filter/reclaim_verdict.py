@@ -88,8 +88,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def reclaim_verdict_filter(gpu_info: t.Any, settings: t.Any = None, min_available_mib: t.Any = 0, min_available_fraction: t.Any = 0.0) -> dict[str, t.Any]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._reclaim_check import verdict
     from ansible_collections.sparkops.inference.plugins.plugin_utils._reclaim_plan import ReclaimSettingsError, Settings
 

@@ -78,8 +78,7 @@ def systemd_exec_args_filter(
     command: bool = False,
     expand_variables: bool = True,
 ) -> str:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._systemd_unit import SystemdUnitError, exec_args, flag
 
     if sources is not None and not isinstance(sources, t.Mapping):

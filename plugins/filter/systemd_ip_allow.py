@@ -60,8 +60,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def systemd_ip_allow_filter(addresses: t.Any, name: str = "the addresses", networks: bool = False) -> list[str]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._systemd_unit import SystemdUnitError, flag, ip_address_allow
 
     try:

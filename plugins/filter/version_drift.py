@@ -68,8 +68,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def version_drift_filter(per_host: t.Any, head: t.Any, allowed: t.Any = ()) -> dict[str, list[str]]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.module_utils._version_drift import version_drift
 
     if not isinstance(per_host, t.Mapping) or not all(isinstance(v, t.Mapping) for v in per_host.values()):

@@ -70,8 +70,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def vllm_serve_argv_filter(variables: t.Any, nnodes: t.Any = 1, node_rank: t.Any = 0) -> list[str]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._vllm_serve_argv import VllmServeArgvError, VllmServeInputs, vllm_serve_argv
 
     try:

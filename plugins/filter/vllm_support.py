@@ -90,8 +90,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def vllm_support_filter(settings: t.Any, architecture: t.Any) -> dict[str, t.Any]:
-    # Imported here, not at the top: to find one filter, Ansible loads every filter file of the collection in each
-    # task's worker process; imports at the top would load every filter's module utils there (docs/architecture.md).
+    # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
     from ansible_collections.sparkops.inference.plugins.plugin_utils._vllm_support import Settings, SupportSettingsError, check
 
     if not isinstance(architecture, str):
