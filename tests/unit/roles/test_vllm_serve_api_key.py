@@ -4,7 +4,7 @@
 """The vllm_serve role's API key as Ansible runs it (issue 15, "vLLM API"): an inventory with no vllm_serve_api_key
 served an endpoint that answered anyone. Run on this machine (local connection, a head and a worker) with the key's
 paths in a temporary folder: the role's tasks/api_key.yml, then what units.yml writes into the secrets file and what
-wait_step.yml hands the readiness probe, both rendered from those task files; and the tasks and variables of
+wait.yml hands the readiness probe, both rendered from those task files; and the tasks and variables of
 playbooks/status.yml and playbooks/benchmark.yml that find the key. Every run is at -vvv, most with --diff: the key
 is never in Ansible's output."""
 
@@ -44,8 +44,8 @@ def secrets_template() -> str:
 
 
 def probe_template() -> str:
-    """The api_key wait_step.yml hands sparkops.inference.openai_endpoint (the readiness probe), as written."""
-    return str(task_named(ROLE / "tasks" / "wait_step.yml", "wait_step | Ask the endpoint")["sparkops.inference.openai_endpoint"]["api_key"])
+    """The api_key wait.yml hands sparkops.inference.serve_wait (the readiness probe), as written."""
+    return str(task_named(ROLE / "tasks" / "wait.yml", "wait | Wait for the endpoint, reporting progress")["sparkops.inference.serve_wait"]["api_key"])
 
 
 def inventory() -> dict[str, t.Any]:
@@ -76,7 +76,7 @@ class Lab:
 
     def role(self, *args: str, **extra: t.Any) -> subprocess.CompletedProcess[str]:
         """tasks/api_key.yml on the head and the worker, then, on each, the secrets file's content and the probe's key
-        rendered from units.yml and wait_step.yml into out/<host>.json (not in check mode, so that check mode's key is
+        rendered from units.yml and wait.yml into out/<host>.json (not in check mode, so that check mode's key is
         seen too)."""
         self.out.mkdir(parents=True, exist_ok=True)
         plays = [
