@@ -22,7 +22,7 @@ def repo(tmp_path: Path) -> Path:
     for name in ("awx", "playbooks", "roles"):
         shutil.copytree(REPO / name, tmp_path / name)
     shutil.copy(REPO / "site.yml", tmp_path / "site.yml")
-    (tmp_path / "plugins" / "module_utils").mkdir(parents=True)
+    (tmp_path / check_awx_templates.CONTRACT).parent.mkdir(parents=True)
     shutil.copy(REPO / check_awx_templates.CONTRACT, tmp_path / check_awx_templates.CONTRACT)
     (tmp_path / ".collections").symlink_to(REPO / ".collections")
     return tmp_path

@@ -425,43 +425,50 @@ def test_usage_counts_when_present(server: SseServer) -> None:
 
 @pytest.mark.parametrize("concurrency,requests", [(1, 3), (4, 4)])
 def test_measured_figures_match_the_server_pace(server: SseServer, concurrency: int, requests: int) -> None:
-    """50 tokens/s after a first token at 0.2 s: TTFT 0.2 s, TPOT 0.02 s, ``concurrency`` requests of 16 tokens at a
+    """20 tokens/s after a first token at 0.2 s: TTFT 0.2 s, TPOT 0.05 s, ``concurrency`` requests of 8 tokens at a
     time. The figures are checked against what the server's own clock says it did (on a busy test machine its sleeps
     overrun the pace, and the client cannot know better than the server), within 5 % or a millisecond. The client's
     TTFT also holds the request's way in (connecting, the server's accept and thread start: 30 ms on a loaded 2-core
     machine, over 130 ms with four requests at once while the lab ran beside it), so it is checked between the
     server's and the server's plus that way in, read from the client's own end-to-end latency (the server's time from
-    arrival to end, plus the way in and out): a TTFT taken from the wrong moment (the end, the first token chunk after
-    the role chunk) lands outside."""
-    server.pace = Pace(tokens_per_second=50.0, first_token_seconds=0.2)
-    result = run_benchmark(config(server.url, concurrency=[concurrency], requests_per_level=requests, output_tokens=16, warmup=False))
+    arrival to end, plus the way in and out), plus half a token's step for one request's way in above the average (12
+    ms seen while the engine's tests ran beside): a TTFT taken from the wrong moment (the end, or the first token chunk
+    after the role chunk, a whole step later) lands outside."""
+    tokens, step = 8, 0.05
+    server.pace = Pace(tokens_per_second=1 / step, first_token_seconds=0.2)
+    result = run_benchmark(config(server.url, concurrency=[concurrency], requests_per_level=requests, output_tokens=tokens, warmup=False))
     (level,) = result.levels
-    assert (level["completed"], level["failed"], level["total_output_tokens"]) == (requests, 0, 16 * requests)
+    assert (level["completed"], level["failed"], level["total_output_tokens"]) == (requests, 0, tokens * requests)
     assert server.most_in_flight == concurrency
     lines = server.timelines
-    assert len(lines) == requests and all(len(line.chunks) == 1 + 16 for line in lines)  # the role chunk, 16 tokens
+    assert len(lines) == requests and all(len(line.chunks) == 1 + tokens for line in lines)  # the role chunk, the tokens
     ttfts = [line.chunks[0] - line.arrived for line in lines]
-    tpots = [(line.end - line.chunks[0]) / 15 for line in lines]
+    tpots = [(line.end - line.chunks[0]) / (tokens - 1) for line in lines]
     gaps = [later - earlier for line in lines for earlier, later in itertools.pairwise(line.chunks)]
-    # The pace is a floor: each token goes on schedule from the request's arrival (first at 0.2 s, the last at 0.5 s)
-    # or late, never early. A late first token shortens the gaps after it, so a request's TPOT may be under 0.02 s.
-    assert min(ttfts) >= 0.2 and min(line.chunks[-1] - line.arrived for line in lines) >= 0.2 + 15 * 0.02 - 0.001
+    # The pace is a floor: each token goes on schedule from the request's arrival (first at 0.2 s, the last at 0.55 s)
+    # or late, never early. A late first token shortens the gaps after it, so a request's TPOT may be under the step.
+    assert min(ttfts) >= 0.2 and min(line.chunks[-1] - line.arrived for line in lines) >= 0.2 + (tokens - 1) * step - 0.001
     ms = 1000.0
+    slack = ms * step / 2  # one request's way in above the average, at most half a step
     server_e2e = ms * sum(line.end - line.arrived for line in lines) / requests
     way_in = level["mean_e2el_ms"] - server_e2e  # what the client's clock adds to the server's, on average
-    assert -1.0 <= way_in <= server_e2e, (level["mean_e2el_ms"], server_e2e)  # the client does not double a request
-    assert ms * sum(ttfts) / requests - 1.0 <= level["mean_ttft_ms"] <= ms * sum(ttfts) / requests + max(way_in, 0.0) + 5.0
+    # The client does not double a request; it may end a little before the server notes its end (the server's thread
+    # can be put aside between its last write and its clock: 2 ms seen under load).
+    assert -slack <= way_in <= server_e2e, (level["mean_e2el_ms"], server_e2e)
+    assert ms * sum(ttfts) / requests - 1.0 <= level["mean_ttft_ms"] <= ms * sum(ttfts) / requests + max(way_in, 0.0) + slack
     # With so few, near the slowest; one request's way in is at most all of theirs.
-    assert ms * sorted(ttfts)[-2] - 1.0 <= level["p99_ttft_ms"] <= ms * max(ttfts) + requests * max(way_in, 0.0) + 5.0
+    assert ms * sorted(ttfts)[-2] - 1.0 <= level["p99_ttft_ms"] <= ms * max(ttfts) + requests * max(way_in, 0.0) + slack
     assert level["mean_tpot_ms"] == pytest.approx(ms * sum(tpots) / requests, rel=0.05, abs=1.0)
     assert level["per_request_output_throughput"] == pytest.approx(requests / sum(tpots), rel=0.05)
-    assert level["mean_itl_ms"] == pytest.approx(ms * sum(gaps) / len(gaps), rel=0.05, abs=1.0)  # 15 paced, 1 about 0
+    assert level["mean_itl_ms"] == pytest.approx(ms * sum(gaps) / len(gaps), rel=0.05, abs=1.0)  # paced, the first about 0
     # The level's duration runs on the client's clock, from before the first request is sent to after the last one
-    # ends: the server's span plus at most every request's way in (a loaded machine: 130 ms for four at once, when the
-    # engine scenario's image tests ran beside the unit tests), never less than the span.
+    # ends: the server's span plus every request's way in and the client's own work between requests (a loaded
+    # machine: 130 ms for four at once beside the engine's image tests; 110 ms more than the way in for three in a
+    # row), never less than the span. A duration summed over the requests (four times the span at concurrency 4) or
+    # taken from one request lands outside.
     span = max(line.end for line in lines) - min(line.arrived for line in lines)
-    slowest = span + requests * max(way_in, 0.0) / ms + 0.005
-    assert 16 * requests / slowest / 1.05 <= level["output_throughput"] <= 16 * requests / span * 1.05, (level["duration"], span, way_in)
+    slowest = span * 1.25 + requests * max(way_in, 0.0) / ms + 0.05
+    assert tokens * requests / slowest <= level["output_throughput"] <= tokens * requests / span * 1.05, (level["duration"], span, way_in)
 
 
 def test_the_warm_up_goes_first_and_is_not_counted(server: SseServer) -> None:
