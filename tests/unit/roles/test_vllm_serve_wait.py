@@ -113,5 +113,7 @@ def test_a_closed_port_ends_at_the_timeout_not_ready(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     result = json.loads(out.read_text())
     assert (result["ready"], result["ended_by"], result["state"], result["changed"]) == (False, "timeout", "refused", False)
-    assert 2 <= len(result["reports"]) <= 3 and result["waited"] >= 2
+    # A step of at most 1 s each, a line after each; on a loaded machine one step (the module's own start included)
+    # can take the whole 2 s.
+    assert 1 <= len(result["reports"]) <= 3 and result["waited"] >= 2
     assert "(unit state unknown): refused; health: connection refused" in result["reports"][0]
