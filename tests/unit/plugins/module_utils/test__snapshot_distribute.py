@@ -485,7 +485,9 @@ def test_a_store_and_forward_chain_of_three_takes_hardly_longer_than_one_target(
     assert len(result.transfers) == 15
     # 5 blobs of 0.1 s: one target 0.5 s; the chain 7 steps, 0.7 s (3 targets one after the other: 1.5 s)
     assert single >= 5 * Slow.delay
-    assert chain < 2 * single, (chain, single)
+    # Under load (a fresh-clone run beside the engine's tests) the chain took 2.2 times one target; one after the other
+    # takes 3 times.
+    assert chain < 2.5 * single, (chain, single)
     assert_converged(three, TARGETS)
 
 
