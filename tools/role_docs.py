@@ -106,14 +106,20 @@ def type_text(spec: dict[str, Any]) -> str:
 
 
 def table(specs: dict[str, Any]) -> list[str]:
-    """The variables table of the ``main`` entry point of one role's argument_specs."""
-    options: dict[str, dict[str, Any]] = specs["argument_specs"]["main"].get("options") or {}
+    """The variables table of the ``main`` entry point of one role's argument_specs; for an internal role (a ``main``
+    without options), of its other entry points, each description starting with the entry point's name."""
+    entry_points: dict[str, dict[str, Any]] = specs["argument_specs"]
+    internal = not entry_points["main"].get("options")
+    chosen = {name: spec for name, spec in entry_points.items() if name != "main"} if internal else {"main": entry_points["main"]}
     rows = list(HEADER)
-    for name, spec in options.items():
-        default = code(default_text(spec["default"])) if "default" in spec else "unset"
-        if spec.get("required"):
-            default = "required"
-        rows.append(f"| {code(name)} | {type_text(spec)} | {default} | {description(spec)} |")
+    for entry, spec_of_entry in chosen.items():
+        options: dict[str, dict[str, Any]] = spec_of_entry.get("options") or {}
+        for name, spec in options.items():
+            default = code(default_text(spec["default"])) if "default" in spec else "unset"
+            if spec.get("required"):
+                default = "required"
+            where = "" if entry == "main" else f"{code(entry)}: "
+            rows.append(f"| {code(name)} | {type_text(spec)} | {default} | {where}{description(spec)} |")
     return rows
 
 

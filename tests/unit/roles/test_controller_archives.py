@@ -74,11 +74,20 @@ def test_every_unarchive_sets_owner_group_and_mode(role: Path) -> None:
 
 
 def test_the_archives_are_packed_in_a_folder_made_for_the_run() -> None:
-    """The pack and the unpack name the archive through a variable that lies in the folder a tempfile task made."""
-    archives = (("ray_cluster", "__ray_cluster_wheelhouse_tar", "ray_cluster_pack_dir"), ("vllm_serve", "__vllm_serve_gate_tar", "vllm_serve_pack_dir"))
-    for role, variable, registered in archives:
-        value = yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text())[variable]
-        assert value.startswith("{{ " + registered + ".path"), value
-        made = [task for _where, task in tasks(REPO / "roles" / role) if task.get("register") == registered]
-        assert len(made) == 1 and module_args(made[0], "tempfile") == {"state": "directory", "prefix": made[0]["ansible.builtin.tempfile"]["prefix"]}
-        assert made[0].get("delegate_to") == "localhost" and made[0].get("become") is False
+    """The pack and the unpack (the common role's copy_packed, the one place that packs) name the archive inside the
+    folder a tempfile task made on the controller for this run."""
+    steps = [task for where, task in tasks(REPO / "roles" / "common") if where.endswith("copy_packed.yml")]
+    made = [task for task in steps if task.get("register") == "__common_pack_dir"]
+    assert len(made) == 1 and module_args(made[0], "tempfile") == {"state": "directory", "prefix": "{{ common_pack_prefix }}"}
+    assert made[0].get("delegate_to") == "localhost" and made[0].get("become") is False
+    packs = [task for task in steps if "tar" in str((module_args(task, "command") or {}).get("argv", ""))]
+    unpacks = [module_args(task, "unarchive") for task in steps if module_args(task, "unarchive") is not None]
+    assert len(packs) == 1 and "__common_pack_dir.path ~ '/files.tar'" in packs[0]["ansible.builtin.command"]["argv"]
+    assert len(unpacks) == 1 and unpacks[0]["src"] == "{{ __common_pack_dir.path }}/files.tar"
+
+
+@pytest.mark.parametrize("role", [role for role in ROLES if role.name != "common"], ids=lambda role: role.name)
+def test_the_roles_pack_only_through_the_common_role(role: Path) -> None:
+    """No role packs an archive of its own: tar on the controller is the common role's copy_packed."""
+    own = [f"{where}: {task.get('name')}" for where, task in tasks(role) if "'tar'" in str((module_args(task, "command") or {}).get("argv", ""))]
+    assert own == []

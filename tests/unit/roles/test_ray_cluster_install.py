@@ -44,15 +44,16 @@ PLAYBOOK = """
 
 
 def pip_task() -> dict[str, t.Any]:
-    """The task of tasks/install_venv.yml that installs Ray (the one and only pip task)."""
+    """The task of tasks/install_venv.yml that installs Ray (the one and only import of the common role's pip_install)."""
     tasks = yaml.safe_load((ROLE / "tasks" / "install_venv.yml").read_text())
-    (task,) = [task for task in tasks if "ansible.builtin.pip" in task]
+    (task,) = [task for task in tasks if (task.get("ansible.builtin.import_role") or {}).get("tasks_from") == "pip_install"]
+    assert task["ansible.builtin.import_role"]["name"] == "sparkops.inference.common"
     return task
 
 
 def pip_name() -> str:
-    """The pip task's ``name``, as written (a template), to render with the role's variables."""
-    name = pip_task()["ansible.builtin.pip"]["name"]
+    """The requirement the role gives pip, as written (a template), to render with the role's variables."""
+    (name,) = pip_task()["vars"]["common_pip_requirements"]
     assert isinstance(name, str), name
     return name
 
@@ -80,8 +81,11 @@ def render(tmp_path: Path, **extra: object) -> dict[str, dict[str, t.Any]]:
 
 
 def test_the_pip_task_installs_one_pinned_requirement() -> None:
-    module = pip_task()["ansible.builtin.pip"]
-    assert set(module) >= {"name", "virtualenv"}
+    given = pip_task()["vars"]
+    assert len(given["common_pip_requirements"]) == 1 and given["common_pip_venv"] == "{{ ray_cluster_venv }}"
+    (common,) = yaml.safe_load((REPO / "roles" / "common" / "tasks" / "pip_install.yml").read_text())
+    module = common["ansible.builtin.pip"]
+    assert module["name"] == "{{ common_pip_requirements }}" and module["virtualenv"] == "{{ common_pip_venv }}"
     assert "version" not in module  # the pin is in the requirement, where the extras are too
 
 
