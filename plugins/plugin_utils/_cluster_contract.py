@@ -61,17 +61,20 @@ def shared_values(given: t.Callable[[str], t.Any]) -> dict[str, t.Any]:
     return {**{plan_key(name): SHARED_VARS[name] if value is None else value for name, value in values.items()}, "ray_units": dict(RAY_UNITS)}
 
 
-def _check_shared(values: dict[str, t.Any], problems: list[str]) -> None:
-    """Refuse a shared path that is not an absolute path, or a shared port that is not a port (one given as digits
-    becomes a number in ``values``)."""
+def _check_shared(values: dict[str, t.Any], problems: list[str]) -> tuple[dict[str, t.Any], dict[str, int | None]]:
+    """Refuse a shared path that is not an absolute path, or a shared port that is not a port. Returns the values with
+    each port a number (one given as digits becomes one) and the ports by variable name (None: refused)."""
+    checked = dict(values)
+    ports: dict[str, int | None] = {}
     for name, default in SHARED_VARS.items():
         value = values[plan_key(name)]
         if isinstance(default, int):
-            port = _port(name, value, problems)
-            if port is not None:
-                values[plan_key(name)] = port
+            ports[name] = _port(name, value, problems)
+            if ports[name] is not None:
+                checked[plan_key(name)] = ports[name]
         elif not isinstance(value, str) or not value.startswith("/") or value.rstrip("/") == "" or any(c in value for c in "\n\r\t"):
             problems.append(f"{name} must be an absolute path below / on one line, got {value!r}")
+    return checked, ports
 
 
 # Where the roles' daemons listen besides the API (sparkops_serve_port): each role variable with the role's default
@@ -468,11 +471,8 @@ def validate(
                     "make them equal so every listed node serves"
                 )
 
-    shared = shared_values(cluster.get)
-    _check_shared(shared, problems)
-    ray_port = shared[plan_key("sparkops_ray_port")]
-    ray_port = ray_port if isinstance(ray_port, int) and not isinstance(ray_port, bool) else None  # refused above otherwise
-    _check_ports({"sparkops_serve_port": serve_port, "sparkops_ray_port": ray_port}, ports or {}, ray_extra_args or {}, problems)
+    shared, shared_ports = _check_shared(shared_values(cluster.get), problems)
+    _check_ports({"sparkops_serve_port": serve_port, **shared_ports}, ports or {}, ray_extra_args or {}, problems)
     if problems:
         raise ContractError(problems)
     return ClusterPlan(heads[0], tuple(workers), ips, str(subnet), world_size, shared)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent / "plugins" / "module_utils" / "fixtures" / "nvidia_smi"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nvidia_smi"
 
 JUPYTER_ID = "5c0ffee15c0ffee15c0ffee15c0ffee15c0ffee15c0ffee15c0ffee15c0ffee1"
 

@@ -1,7 +1,7 @@
 """Materialise a sysfs fixture tree of the unit tests (also used by the Molecule 'ray' scenario).
 
 Git trees here hold no directory symlinks and ansible-test forbids ':' in file names, so each fixture under
-tests/unit/plugins/module_utils/fixtures/sysfs/<case>/ stores PCI directories with '_' for ':'
+tests/unit/fixtures/sysfs/<case>/ stores PCI directories with '_' for ':'
 (``0000_01_00.1``) and lists its symlinks in symlinks.txt (``LINK TARGET``, targets in the real ':' form).
 :func:`materialise` copies a tree, restores the real names and makes the links.
 """
@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent / "plugins" / "module_utils" / "fixtures" / "sysfs"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sysfs"
 _PCI_NAME = re.compile(r"(pci)?[0-9a-f]{4}_[0-9a-f]{2}(_[0-9a-f]{2}\.[0-7])?", re.IGNORECASE)
 
 

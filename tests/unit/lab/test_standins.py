@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 STANDINS = Path(__file__).resolve().parents[2] / "lab" / "standins"
-FIXTURES = Path(__file__).resolve().parents[1] / "plugins" / "module_utils" / "fixtures" / "nvidia_smi"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_smi"
 NVIDIA_SMI, DOCKER, GPU_HOLDER = (str(STANDINS / name) for name in ("nvidia-smi", "docker", "gpu-holder"))
 GB10_QUERY = "--query-gpu=index,name,memory.total,memory.used,memory.free"
 H200 = {"name": "NVIDIA H200", "memory_total_mib": 143771, "unified": False, "pci_bus_id": "00000000:00:06.0"}

@@ -145,7 +145,7 @@ def test_missing_system_nccl_fails_naming_node_and_path(tmp_path: Path) -> None:
 
 def fake_python(tmp_path: Path, log: str) -> str:
     """A stand-in for the engine's Python that prints a recorded log of the check, whatever it is asked to run."""
-    fixture = Path(__file__).resolve().parents[1] / "plugins" / "module_utils" / "fixtures" / "nccl_logs" / log
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "nccl_logs" / log
     stub = tmp_path / "python"
     stub.write_text(f"#!/bin/sh\ncat {fixture}\n", encoding="utf-8")
     stub.chmod(0o755)

@@ -13,7 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkops.inference.plugins.filter.nccl_check import FilterModule
 
 nccl_check = FilterModule().filters()["nccl_check"]
-LOGS = Path(__file__).resolve().parents[1] / "module_utils" / "fixtures" / "nccl_logs"
+LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl_logs"
 
 
 def test_filter_reads_the_h200_log_and_judges_it() -> None:

@@ -37,7 +37,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._memory_guard i
 from fake_clock import FakeClock
 from prometheus_client.parser import text_string_to_metric_families
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "memory_guard"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "memory_guard"
 GB10_TOTAL_MIB = 122_584  # MemTotal 125,526,716 kB
 VLLM = "sparkops-vllm.service"
 RAY = "sparkops-ray-head.service"

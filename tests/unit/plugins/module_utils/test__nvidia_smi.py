@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the _nvidia_smi module util: the real H200 captures and the GB10 outputs in fixtures/nvidia_smi."""
+"""Unit tests for the _nvidia_smi module util: the real H200 captures and the GB10 outputs in tests/unit/fixtures/nvidia_smi."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for the private module util _ray_cluster.
 
-fixtures/ray/nodes_single_head.json is what SCRIPT printed against a real single-node Ray 2.60.0 head
+tests/unit/fixtures/ray/nodes_single_head.json is what SCRIPT printed against a real single-node Ray 2.60.0 head
 (ray start --head --num-gpus=1); nodes_three_nodes.json is derived from it by hand: the head with 1 GPU,
 spark-worker1 alive with 0 GPU and spark-worker2 DEAD.
 """
@@ -40,7 +40,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster im
 )
 from fake_clock import FakeClock
 
-FIXTURES = Path(__file__).parent / "fixtures" / "ray"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "ray"
 ADDRESS = "192.168.200.11:6379"
 FABRIC = {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12", "spark-worker2": "192.168.200.13"}
 NODE_KEYS = {"node_id", "ip", "alive", "state", "is_head", "hostname", "resources", "gpus"}

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the _roce module util, over the sysfs trees in fixtures/sysfs.
+"""Unit tests for the _roce module util, over the sysfs trees in tests/unit/fixtures/sysfs.
 
 Each tree lists its symlinks (the ``device`` links of the netdevs and /sys/class/infiniband) in symlinks.txt
 rather than holding them: git trees of collections may not hold directory symlinks (ansible-test's symlinks

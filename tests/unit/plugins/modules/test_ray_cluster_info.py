@@ -20,7 +20,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._ray_cluster im
 from ansible_collections.sparkops.inference.plugins.modules import ray_cluster_info
 from fake_clock import FakeClock
 
-FIXTURES = Path(__file__).resolve().parents[1] / "module_utils" / "fixtures" / "ray"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "ray"
 ADDRESS = "192.168.200.11:6379"
 FABRIC = {"spark-head": "192.168.200.11", "spark-worker1": "192.168.200.12", "spark-worker2": "192.168.200.13"}
 VERSIONS_ONLY = json.dumps({"python_executable": "/opt/sparkops/ray/bin/python", "python_version": "3.11.7", "ray_version": "2.60.0"})

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Unit tests for the _nccl_check plugin util over recorded logs (../module_utils/fixtures/nccl_logs).
+"""Unit tests for the _nccl_check plugin util over recorded logs (tests/unit/fixtures/nccl_logs).
 
 The h200-2026-12-03-* logs were captured on the lent single-GPU machine (docs/gpu-checks.md): the check with the
 bundled NCCL, with the system one preloaded, with a wrong interface, and with two ranks on one GPU. The synthetic-*
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.sparkops.inference.plugins.plugin_utils._nccl_check import nccl_verdict, parse_nccl_log
 
-LOGS = Path(__file__).resolve().parents[1] / "module_utils" / "fixtures" / "nccl_logs"
+LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl_logs"
 
 
 def log(name: str) -> str:
