@@ -16,7 +16,7 @@ import openai
 import pytest
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.scenario import module_result, node, playbook, unit_property  # noqa: E402
+from sparklab.scenario import module_result, node, playbook, recap, unit_property  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -112,8 +112,9 @@ def test_a_lost_ray_worker_stops_the_engine_and_serving_recovers_once_ray_is_bac
 
 
 def test_a_flag_change_restarts_the_service_once() -> None:
+    """A configuration change run by the role's configure tag alone: the unit changes, vLLM restarts, the wait proves it."""
     pid = unit(HEAD, "MainPID")
-    run = playbook("site.yml", "--tags", "serve", "-e", "vllm_serve_max_model_len=1024")
+    run = playbook("site.yml", "--tags", "vllm_serve_configure", "-e", "vllm_serve_max_model_len=1024")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "RUNNING HANDLER [sparkops.inference.vllm_serve : Restart vLLM]" in run.stdout
     assert re.search(r"tiny-moe served on http://\S+ after [\d.]+ s", run.stdout), run.stdout[-3000:]
@@ -121,6 +122,18 @@ def test_a_flag_change_restarts_the_service_once() -> None:
     assert changed_pid != pid
     assert "--max-model-len 1024" in node(HEAD).check_output(f"cat /proc/{changed_pid}/cmdline | tr '\\0' ' '")
     # A tag-scoped rerun changing nothing: test_deploy_via_awx.py's Redeploy serving (--tags ray,serve) and second Deploy.
+
+
+def test_the_roles_run_tags_alone_change_nothing_and_prove_the_service() -> None:
+    """The run tags alone (the start, the waits, the fabric gate): no task they leave out is needed, nothing changes."""
+    pid = unit(HEAD, "MainPID")
+    run = playbook("site.yml", "--tags", "nccl_env_run,ray_cluster_run,vllm_serve_run", "-e", "vllm_serve_max_model_len=1024")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert {counts["changed"] for counts in recap(run).values()} == {0}, recap(run)
+    assert "wait | Wait until every node is alive with its GPUs" in run.stdout  # Ray's wait ran
+    assert re.search(r"tiny-moe served on http://\S+ after [\d.]+ s", run.stdout), run.stdout[-3000:]  # and vLLM's
+    assert "units | Write the vLLM unit" not in run.stdout and "install_venv |" not in run.stdout
+    assert unit(HEAD, "MainPID") == pid
 
 
 def test_a_crash_at_start_stops_at_the_start_limit_and_the_role_shows_the_journal() -> None:

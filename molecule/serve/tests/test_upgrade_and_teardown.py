@@ -53,7 +53,8 @@ def test_an_upgrade_that_does_not_serve_is_rolled_back_then_one_that_serves_repl
     config = json.loads(node(HEAD).check_output(f"cat {behaviour}"))
     node(HEAD).check_output(f"echo '{json.dumps({**config, 'crash_at_start_version': '0.30.1'})}' > {behaviour}")
     try:
-        failed = site("--tags", "serve", "-e", "vllm_serve_version=0.30.1", "-e", "vllm_serve_ready_timeout_s=60")
+        # The role's install tag alone: it installs, restarts, waits, and puts the previous install back.
+        failed = site("--tags", "vllm_serve_install", "-e", "vllm_serve_version=0.30.1", "-e", "vllm_serve_ready_timeout_s=60")
         out = " ".join((failed.stdout + failed.stderr).split())
         assert failed.returncode != 0, out[-3000:]
         assert "vLLM 0.30.1 did not serve, so the previous install (vLLM 0.30.0) was put back on" in out, out[-3000:]
@@ -64,7 +65,7 @@ def test_an_upgrade_that_does_not_serve_is_rolled_back_then_one_that_serves_repl
         assert answers()
     finally:
         node(HEAD).check_output(f"echo '{json.dumps(config)}' > {behaviour}")
-    upgraded = site("--tags", "serve", "-e", "vllm_serve_version=0.30.1")
+    upgraded = site("--tags", "vllm_serve_install", "-e", "vllm_serve_version=0.30.1")
     assert upgraded.returncode == 0, upgraded.stdout[-3000:] + upgraded.stderr[-2000:]
     for name in (HEAD, WORKER):
         assert vllm_version(name) == "0.30.1", name
@@ -85,7 +86,8 @@ def test_a_ray_upgrade_whose_cluster_does_not_form_is_rolled_back(tmp_path: Path
     for name in (HEAD, WORKER):
         subprocess.run(["podman", "cp", str(wheel), f"{name}:/opt/sparkops/wheelhouse/{wheel.name}"], check=True)
     try:
-        failed = site("--tags", "ray", "-e", "ray_cluster_version=2.60.1", "-e", "ray_cluster_form_timeout_s=20")
+        # The role's install tag alone: it installs, restarts Ray, waits, and puts the previous install back.
+        failed = site("--tags", "ray_cluster_install", "-e", "ray_cluster_version=2.60.1", "-e", "ray_cluster_form_timeout_s=20")
         out = " ".join((failed.stdout + failed.stderr).split())
         assert failed.returncode != 0, out[-3000:]
         said = f"Ray 2.60.1 did not form a cluster, so the previous install (Ray {before}) was put back on {HEAD}, {WORKER}"

@@ -207,3 +207,40 @@ def test_pip_install_keeps_the_index_url_out_of_every_output(tmp_path: Path, ver
     assert SECRET not in proc.stdout + proc.stderr
     assert list((tmp_path / "tmp").glob("sparkops-pip-*")) == []  # the root-only config file is gone after the failure too
     assert not (tmp_path / "venv" / "pip.conf").exists()
+
+
+# The roles' imports
+
+
+def imports() -> list[tuple[str, dict[str, t.Any]]]:
+    """Every import of the common role in the roles' task files (blocks opened), with the file it is in."""
+    found = []
+
+    def walk(items: t.Any, where: str) -> None:
+        for item in items or []:
+            if isinstance(item, dict):
+                if (item.get("ansible.builtin.import_role") or {}).get("name") == "sparkops.inference.common":
+                    found.append((where, item))
+                for key in ("block", "rescue", "always"):
+                    walk(item.get(key), where)
+
+    for path in sorted((REPO / "roles").glob("*/tasks/*.yml")):
+        walk(yaml.safe_load(path.read_text()), str(path.relative_to(REPO)))
+    return found
+
+
+def test_the_roles_import_the_common_role_with_its_options_and_no_check_task() -> None:
+    """Each import gives its entry point's required options and no other variable. Inside the roles the imports do not
+    add Ansible's argument check task: it is tagged `always`, so a tag-scoped rerun (--tags vllm_serve_run) would run
+    it where the tasks that register what its options read were not selected; this test and the ones above check the
+    options instead."""
+    specs = yaml.safe_load((REPO / "roles" / "common" / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    found = imports()
+    assert {task["ansible.builtin.import_role"]["tasks_from"] for _where, task in found} == set(specs) - {"main"}
+    for where, task in found:
+        module = task["ansible.builtin.import_role"]
+        options = specs[module["tasks_from"]]["options"]
+        given = set(task.get("vars", {}))
+        assert given <= set(options), (where, task["name"], given - set(options))
+        assert {name for name, spec in options.items() if spec.get("required")} <= given, (where, task["name"])
+        assert module.get("rolespec_validate") is False, (where, task["name"])

@@ -83,10 +83,12 @@ def render(tmp_path: Path, **extra: object) -> dict[str, dict[str, t.Any]]:
 def test_the_pip_task_installs_one_pinned_requirement() -> None:
     given = pip_task()["vars"]
     assert len(given["common_pip_requirements"]) == 1 and given["common_pip_venv"] == "{{ ray_cluster_venv }}"
-    (common,) = yaml.safe_load((REPO / "roles" / "common" / "tasks" / "pip_install.yml").read_text())
-    module = common["ansible.builtin.pip"]
-    assert module["name"] == "{{ common_pip_requirements }}" and module["virtualenv"] == "{{ common_pip_venv }}"
-    assert "version" not in module  # the pin is in the requirement, where the extras are too
+    steps = yaml.safe_load((REPO / "roles" / "common" / "tasks" / "pip_install.yml").read_text())
+    pips = [task["ansible.builtin.pip"] for item in steps for task in [item, *item.get("block", [])] if "ansible.builtin.pip" in task]
+    assert len(pips) == 2  # with an index URL (its root-only config file) and without
+    for module in pips:
+        assert module["name"] == "{{ common_pip_requirements }}" and module["virtualenv"] == "{{ common_pip_venv }}"
+        assert "version" not in module  # the pin is in the requirement, where the extras are too
 
 
 def test_dashboard_off_installs_plain_ray(tmp_path: Path) -> None:
