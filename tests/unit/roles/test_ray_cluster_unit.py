@@ -316,3 +316,13 @@ def test_the_old_unit_ran_the_injected_directive() -> None:
     old = " ".join(["/opt/sparkops/ray/bin/ray", "start", "--block", f"--node-ip-address=192.168.100.10{INJECTION}\n#", "--num-gpus=1"])
     unit = systemd_syntax.read(f"[Unit]\nDescription=t\n\n[Service]\nType=simple\nExecStart={old}\n", ENV)
     assert unit.commands["ExecStartPre"] == [["/bin/sh", "-c", "id"]]
+
+
+@pytest.mark.parametrize("variable", ["ray_cluster_node_ip", "ray_cluster_head_ip"])
+def test_an_address_that_is_not_ipv4_fails_the_role_first_naming_its_variable(tmp_path: Path, variable: str) -> None:
+    """The role's first task checks each address on its own (one condition each), naming the one that is wrong."""
+    playbook = "- name: The ray_cluster role\n  hosts: spark-head\n  gather_facts: false\n  roles:\n    - sparkops.inference.ray_cluster\n"
+    proc = play(tmp_path, inventory(), playbook, {variable: "192.168.100.300"})
+    assert proc.returncode != 0
+    assert f'host spark-head: {variable} must be an IPv4 address, got "192.168.100.300"' in proc.stdout, proc.stdout[-3000:]
+    assert "install_venv |" not in proc.stdout  # nothing after it ran
