@@ -78,3 +78,20 @@ def test_the_labs_cluster_is_the_lab_inventorys() -> None:
     shared = {name: value for name, value in base.items() if name.startswith("sparkops_") and name != "sparkops_report_dir"}
     assert len(shared) >= 7
     assert {name: inventory.get(name) for name in shared} == shared
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_each_scenario_names_the_roles_it_tests(scenario: str) -> None:
+    """The second line of each molecule.yml: `# Roles tested: <roles>`, each a role of the collection (or none, for
+    the lab's own scenarios); a scenario whose converge imports a role names it."""
+    line = (ROOT / "molecule" / scenario / "molecule.yml").read_text().splitlines()[1]
+    assert line.startswith("# Roles tested: "), line
+    named = line.removeprefix("# Roles tested: ")
+    roles = {path.name for path in (ROOT / "roles").iterdir() if (path / "tasks").is_dir()}
+    if scenario in ROLE_SCENARIOS:
+        converge = (ROOT / "molecule" / scenario / "converge.yml").read_text()
+        used = {role for role in roles if f"sparkops.inference.{role}" in converge}
+        assert used <= {role for role in roles if role in named}, (used, named)
+        assert "site.yml" not in converge or named.startswith("every role of site.yml"), named
+    else:
+        assert named.startswith("none"), named
