@@ -420,8 +420,9 @@ print(main({"SSH_ORIGINAL_COMMAND": "id"}, ["--peer", sys.argv[2]]))
 
 
 def test_the_gate_runs_from_exactly_the_module_utils_the_role_installs(tmp_path: Path) -> None:
-    """gate.yml copies the files vars/main.yml lists into the gate's library, where a worker's own python3 (no Ansible,
-    no collection) runs them: a file missing there fails every distribution, one too many is dead code on every node."""
+    """gate.yml installs the files vars/main.yml lists (the common role's copy_packed) into the gate's library, where
+    a worker's own python3 (no Ansible, no collection) runs them: a file missing there fails every distribution, one
+    too many is dead code on every node."""
     role_vars = yaml.safe_load((COLLECTION / "roles" / "model_sync" / "vars" / "main.yml").read_text(encoding="utf-8"))
     listed = role_vars["__model_sync_gate_utils"]
     lib = tmp_path / "lib"
