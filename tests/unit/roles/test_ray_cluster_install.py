@@ -85,7 +85,7 @@ def test_the_pip_task_installs_one_pinned_requirement() -> None:
     assert len(given["common_pip_requirements"]) == 1 and given["common_pip_venv"] == "{{ ray_cluster_venv }}"
     steps = yaml.safe_load((REPO / "roles" / "common" / "tasks" / "pip_install.yml").read_text())
     pips = [task["ansible.builtin.pip"] for item in steps for task in [item, *item.get("block", [])] if "ansible.builtin.pip" in task]
-    assert len(pips) == 1  # one task, with an index URL (its root-only config file) or without
+    assert len(pips) == 2  # with an index URL (its root-only config file) and without
     for module in pips:
         assert module["name"] == "{{ common_pip_requirements }}" and module["virtualenv"] == "{{ common_pip_venv }}"
         assert "version" not in module  # the pin is in the requirement, where the extras are too
