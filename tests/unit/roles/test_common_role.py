@@ -244,3 +244,18 @@ def test_the_roles_import_the_common_role_with_its_options_and_no_check_task() -
         assert given <= set(options), (where, task["name"], given - set(options))
         assert {name for name, spec in options.items() if spec.get("required")} <= given, (where, task["name"])
         assert module.get("rolespec_validate") is False, (where, task["name"])
+
+
+def test_pip_install_with_an_index_url_in_check_mode_passes(tmp_path: Path) -> None:
+    """In check mode the pip module succeeds without a `state` in its result (only `changed`): with an index URL the
+    hidden result must not be read as a failure (it was, until the failure was told by pip's `msg`)."""
+    given = {
+        "common_pip_requirements": ["sparkops-no-such-package==1.0"],
+        "common_pip_venv": str(tmp_path / "venv"),
+        "common_pip_virtualenv_command": f"{sys.executable} -m venv",
+        "common_pip_index_url": f"http://user:{SECRET}@127.0.0.1:9/simple",
+    }
+    proc = run(tmp_path, "pip_install", given, "--check", "-vvv")
+    assert proc.returncode == 0, show(proc)
+    assert "pip could not install" not in proc.stdout and SECRET not in proc.stdout + proc.stderr
+    assert list((tmp_path / "tmp").glob("sparkops-pip-*")) == []
