@@ -4,6 +4,7 @@ again; wedged a second time within the hour, the probe stops acting and says so,
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -18,6 +19,7 @@ from sparklab.scenario import Api, host_time, journal, node, unit_property, wait
 HEAD = os.environ["RAY_LAB_HEAD"]
 API = Api.from_env()
 UNIT = "sparkops-vllm.service"
+STATE = "/var/lib/sparkops/vllm-liveness.json"  # the probe's state: its failures, restarts, the invocation it saw serve
 RESET: list[str] = []  # when the head fixture reset the probe's state: its decisions since then
 
 
@@ -26,7 +28,7 @@ def head() -> t.Iterator[t.Any]:
     """The head, its probe's state afresh (no restart counted from earlier in the hour); whatever the tests leave,
     vLLM is not left wedged for the scenario's other tests."""
     host = node(HEAD)
-    host.run_expect([0], "systemctl stop sparkops-vllm-liveness.timer && rm -f /var/lib/sparkops/vllm-liveness.json")
+    host.run_expect([0], f"systemctl stop sparkops-vllm-liveness.timer && rm -f {STATE}")
     RESET.append(host_time(host))
     host.run_expect([0], "systemctl start sparkops-vllm-liveness.timer")
     try:
@@ -39,6 +41,12 @@ def head() -> t.Iterator[t.Any]:
         if pid not in ("", "0") and host.check_output(f"ps -o stat= -p {pid} || true").startswith("T"):
             host.run(f"systemctl restart --no-block {UNIT}")
             wait_until(API.serves, 240)
+
+
+def probe_state(head: t.Any) -> dict[str, t.Any]:
+    """The probe's state file (root-only), as the last probe wrote it; {} while there is none."""
+    state = head.file(STATE)
+    return dict(json.loads(state.content_string)) if state.exists else {}
 
 
 def invocation(head: t.Any) -> str:
@@ -70,6 +78,10 @@ def test_the_timer_probes_the_serving_engine(head: t.Any) -> None:
     assert wait_until(API.serves, 120), "vLLM does not serve before the liveness test"
     # A probe since the reset saw it serve (what the next test's wedge is counted against).
     assert wait_until(lambda: "serving: health: HTTP 200" in liveness_journal(head, RESET[0]), 30), liveness_journal(head, RESET[0])
+    # ... and its state file says so. The journal's line alone can come from a probe that ran through the reset (the
+    # journal's --since counts whole seconds) and wrote its state before the fixture removed the file: the next probe
+    # would then start afresh, and count the wedge as a start that has not answered yet.
+    assert wait_until(lambda: probe_state(head).get("ready_invocation") == invocation(head), 30), probe_state(head)
     key = head.file("/etc/sparkops/private/vllm-api-key").content_string.strip()
     assert key and key not in head.file("/etc/sparkops/vllm-liveness.json").content_string
     assert key not in head.check_output("journalctl --identifier sparkops-vllm-liveness --no-pager --output cat")
