@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
@@ -160,6 +162,82 @@ def machine_cpu(stat: str | None = None) -> tuple[float, float, float]:
     return busy / tick, idle / tick, fields[7] / tick
 
 
+# Where podman keeps each container's CPU account: cgroup v1 (cgroupfs: libpod_parent/libpod-ID/cpuacct.usage, in ns)
+# and cgroup v2 (libpod-ID.scope or libpod-ID under machine.slice or libpod_parent: cpu.stat's usage_usec).
+CGROUP_ROOTS = (
+    Path("/sys/fs/cgroup/cpuacct/libpod_parent"),
+    Path("/sys/fs/cgroup/machine.slice"),
+    Path("/sys/fs/cgroup/libpod_parent"),
+)
+CONTAINER_ID = re.compile(r"^libpod-([0-9a-f]{64})(?:\.scope)?$")
+
+
+def container_cpu(roots: tuple[Path, ...] = CGROUP_ROOTS) -> dict[str, float]:
+    """CPU seconds each running podman container has used so far, by its full ID (its processes, dead ones too)."""
+    found: dict[str, float] = {}
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for folder in root.iterdir():
+            match = CONTAINER_ID.match(folder.name)
+            if match is None:
+                continue
+            try:
+                if (folder / "cpuacct.usage").is_file():
+                    found[match[1]] = int((folder / "cpuacct.usage").read_text()) / 1e9
+                elif (folder / "cpu.stat").is_file():
+                    fields = dict(line.split() for line in (folder / "cpu.stat").read_text().splitlines() if line.count(" ") == 1)
+                    found[match[1]] = int(fields["usage_usec"]) / 1e6
+            except (OSError, ValueError, KeyError):
+                continue  # removed while read
+    return found
+
+
+def by_scenario(usage: dict[str, float], names: dict[str, str]) -> dict[str, float]:
+    """Each container's CPU summed by its scenario: the lab's containers are named SCENARIO-spark-ROLE (anything else:
+    its own name; an ID whose name was never read: "unnamed")."""
+    totals: dict[str, float] = {}
+    for cid, seconds in usage.items():
+        name = names.get(cid, "unnamed")
+        scenario = name.split("-spark-")[0] if "-spark-" in name else name
+        totals[scenario] = totals.get(scenario, 0.0) + seconds
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+class ContainerCpu(threading.Thread):
+    """While the stages run: every ``interval`` s each container's CPU so far (the last reading counts: a container is
+    removed with its account), and the containers' names (podman ps) when an unknown one appears. The stages' own CPU
+    (Outcome.cpu) does not hold it: a lab's processes are the container's, not the stage's."""
+
+    def __init__(self, interval: float = 5.0) -> None:
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.usage: dict[str, float] = {}
+        self.names: dict[str, str] = {}
+        self.done = threading.Event()
+
+    def read(self) -> None:
+        now = container_cpu()
+        self.usage.update({cid: max(seconds, self.usage.get(cid, 0.0)) for cid, seconds in now.items()})
+        if set(now) - set(self.names):
+            listed = subprocess.run(["podman", "ps", "-a", "--no-trunc", "--format", "{{.ID}} {{.Names}}"], capture_output=True, text=True, check=False)
+            for line in listed.stdout.splitlines():
+                cid, _, name = line.partition(" ")
+                if name:
+                    self.names[cid] = name
+
+    def run(self) -> None:
+        while not self.done.wait(self.interval):
+            try:
+                self.read()
+            except OSError:
+                return  # no podman here: nothing to count
+
+    def stop(self) -> dict[str, float]:
+        self.done.set()
+        return by_scenario(self.usage, self.names)
+
+
 def run_stage(stage: Stage) -> Outcome:
     log = OUTPUT / f"{stage.name}.log"
     junit = OUTPUT / stage.junit if stage.junit else None
@@ -227,6 +305,8 @@ def main(argv: list[str]) -> int:
     # create; they are released once, after every stage.
     os.environ["SPARKOPS_LAB_KEEP_NETWORKS"] = "1"
     started, cpu_at_start = time.monotonic(), machine_cpu()
+    containers = ContainerCpu()
+    containers.start()
     by_name = {s.name: s for s in stages}
     done: dict[str, Outcome] = {}
     for names in schedule([s.name for s in stages]):
@@ -248,6 +328,9 @@ def main(argv: list[str]) -> int:
         f"this machine's CPUs ({os.cpu_count()}, the lab's containers included) were busy {100 * busy / total:.0f} % of the time"
         f" (stolen by the hypervisor: {100 * steal / total:.0f} %)"
     )
+    labs = containers.stop()
+    if labs:  # what the stages' CPU leaves out: the labs' own processes (Ansible's modules on the nodes, Ray, vLLM)
+        print(f"the labs' containers used {sum(labs.values()):.0f} s of CPU: " + ", ".join(f"{k} {v:.0f}" for k, v in labs.items()))
     # What failed, named again beside the closing line: a CI page that shows only the end of the output shows it too.
     for o in outcomes:
         if o.rc != 0:

@@ -165,3 +165,31 @@ def test_a_schedule_keeps_a_groups_lanes_side_by_side_and_leaves_out_what_was_no
     monkeypatch.setattr(test_stages, "LANES", ((("a", "b"), ("c",)), (("e",), ("f",))))
     assert test_stages.schedule(["a", "b", "c", "d", "e", "f"]) == [[["a", "b"], ["c"]], [["d"]], [["e"], ["f"]]]
     assert test_stages.schedule(["b", "d", "f"]) == [[["b"]], [["d"]], [["f"]]]
+
+
+def test_container_cpu_reads_cgroup_v1_and_v2_accounts_and_skips_the_rest(tmp_path: Path) -> None:
+    one, two = "a" * 64, "b" * 64
+    v1, v2 = tmp_path / "cpuacct" / "libpod_parent", tmp_path / "machine.slice"
+    (v1 / f"libpod-{one}").mkdir(parents=True)
+    write(v1 / f"libpod-{one}" / "cpuacct.usage", "2500000000\n")
+    (v1 / "conmon").mkdir()
+    write(v1 / "conmon" / "cpuacct.usage", "9000000000\n")  # podman's own monitor, not a container
+    (v2 / f"libpod-{two}.scope").mkdir(parents=True)
+    write(v2 / f"libpod-{two}.scope" / "cpu.stat", "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n")
+    assert test_stages.container_cpu((v1, v2, tmp_path / "missing")) == {one: 2.5, two: 1.5}
+
+
+def test_container_cpu_is_summed_by_the_scenario_the_lab_names_it_after() -> None:
+    usage = {"1": 10.0, "2": 5.0, "3": 30.0, "4": 1.0, "5": 2.0}
+    names = {"1": "serve-spark-head", "2": "serve-spark-worker1", "3": "engine-spark-head", "4": "buildah-x"}
+    assert test_stages.by_scenario(usage, names) == {"engine": 30.0, "serve": 15.0, "unnamed": 2.0, "buildah-x": 1.0}
+
+
+def test_the_container_sampler_keeps_a_removed_containers_last_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    readings = iter([{"c1": 4.0, "c2": 1.0}, {"c2": 3.0}])
+    monkeypatch.setattr(test_stages, "container_cpu", lambda: next(readings))
+    monkeypatch.setattr(test_stages.subprocess, "run", lambda *a, **k: type("R", (), {"stdout": "c1 model-spark-head\nc2 model-spark-worker1\n"})())
+    sampler = test_stages.ContainerCpu()
+    sampler.read()
+    sampler.read()
+    assert sampler.stop() == {"model": 7.0}
