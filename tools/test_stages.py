@@ -222,8 +222,8 @@ class ContainerCpu(threading.Thread):
         if set(now) - set(self.names):
             listed = subprocess.run(["podman", "ps", "-a", "--no-trunc", "--format", "{{.ID}} {{.Names}}"], capture_output=True, text=True, check=False)
             for line in listed.stdout.splitlines():
-                cid, _, name = line.partition(" ")
-                if name:
+                if " " in line:
+                    cid, name = line.split(" ", 1)
                     self.names[cid] = name
 
     def run(self) -> None:
