@@ -41,73 +41,85 @@ STAGES: tuple[Stage, ...] = (
     Stage("role-docs", ("python", "tools/role_docs.py", "--check")),
     Stage("awx-templates", ("python", "tools/check_awx_templates.py")),
     # The unit tests on every core (pytest-xdist), in two stages: those that run ansible-playbook (the roles' and
-    # playbooks' tests: most of the unit tests' CPU), and the rest.
+    # playbooks' tests: most of the unit tests' CPU), and the rest (beside the engine scenario's last, mostly waiting,
+    # part).
     Stage("unit-ansible", (*UNIT, "tests/unit/roles", "tests/unit/playbooks", f"--junitxml={OUTPUT}/unit-ansible.xml"), "unit-ansible.xml"),
-    Stage("unit", (*UNIT, "tests/unit", "--ignore=tests/unit/roles", "--ignore=tests/unit/playbooks", f"--junitxml={OUTPUT}/unit.xml"), "unit.xml"),
     Stage("lab-prepare", ("python", "tests/lab/spark_lab.py", "prepare", "--engine")),
-    # The engine scenario in four stages (tools/molecule_split.sh): its lab created and converged; its benchmark alone;
-    # its side effect (the reboot) and recovery tests; its image tests (then its lab's destruction).
+    Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
+    Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
+    Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
+    Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
+    # The engine scenario in four stages (tools/molecule_split.sh): its lab created and converged, then its side effect
+    # (the reboot) and recovery tests, both beside other stages; its benchmark alone; its image tests (then its lab's
+    # destruction) beside the other unit tests and static checks.
     Stage("molecule-engine-up", ("bash", "tools/molecule_split.sh", "up", "engine")),
-    Stage(
-        "molecule-engine-benchmark",
-        ("bash", "tools/molecule_split.sh", "part", "engine", "benchmark", "test_engine_benchmark"),
-        "molecule-engine-benchmark.xml",
-    ),
     Stage(
         "molecule-engine-recovery",
         ("bash", "tools/molecule_split.sh", "part", "engine", "recovery", "not test_engine_benchmark and not test_engine_image", "side-effect"),
         "molecule-engine-recovery.xml",
     ),
+    Stage(
+        "molecule-engine-benchmark",
+        ("bash", "tools/molecule_split.sh", "part", "engine", "benchmark", "test_engine_benchmark"),
+        "molecule-engine-benchmark.xml",
+    ),
     Stage("molecule-engine-image", ("bash", "tools/molecule_split.sh", "finish", "engine", "image", "test_engine_image"), "molecule-engine-image.xml"),
-    Stage("molecule-serve", ("molecule", "test", "-s", "serve"), "molecule-serve.xml"),
-    Stage("molecule-reclaim", ("molecule", "test", "-s", "reclaim"), "molecule-reclaim.xml"),
-    Stage("molecule-lab", ("molecule", "test", "-s", "lab"), "molecule-lab.xml"),
-    Stage("molecule-model", ("molecule", "test", "-s", "model"), "molecule-model.xml"),
     Stage("molecule-lab_miswired", ("molecule", "test", "-s", "lab_miswired")),
     Stage("playbook-syntax", ("bash", "tools/check_playbooks.sh")),
     Stage("collection-build", ("bash", "tools/check_build.sh")),
     Stage("execution-environment", ("bash", "tools/check_ee.sh")),
+    Stage("unit", (*UNIT, "tests/unit", "--ignore=tests/unit/roles", "--ignore=tests/unit/playbooks", f"--junitxml={OUTPUT}/unit.xml"), "unit.xml"),
     Stage("ansible-lint", ("ansible-lint", "--offline", "--profile", "production")),
     Stage("ansible-test-sanity", ("bash", "tools/ansible_test.sh", "sanity", "--requirements")),
 )
 
 
 # Stages that run at the same time: groups of lanes (a group starts where its first stage comes in STAGES), each
-# lane's stages in order; a stage in no group runs alone. Three steps:
-# 1. Two lanes: the lab's preparation (node image, wheelhouses, the engine's download: once; every scenario's
-#    dependency step then finds it done, or waits on its lock), then the engine scenario's lab (created and converged:
-#    its real engine installed and loaded); beside it the static checks and the unit tests (on every core).
-# 2. Alone: the engine scenario's benchmark (two load generators compared within 15 %: a neighbour's load would skew
-#    one run and not the other). It needs the engine up and nothing else: it comes before the reboot and recovery tests
-#    (it used to come after them, and then every lane waited on the serve scenario, the longest, before it ran).
-# 3. Three lanes, on CI's 2 cores: the scenarios mostly wait (on engine loads, reboots, timers, probes) and run side by
-#    side: the serve scenario (the longest: deployed through AWX, operated, rebooted, upgraded and torn down on one
-#    lab); the engine scenario's reboot and recovery tests (each timed against the engine's own start, both in the same
-#    conditions), then its image tests (they end with its teardown); the reclaim, lab, model and lab_miswired
-#    scenarios, then the checks of the playbooks, the build, ansible-lint and ansible-test sanity.
-# Measured (docs/benchmarks.md, tenth session): the layout before (two lanes until the serve scenario ended, the
-# benchmark, then the image tests beside the static checks) took 2003-2277 s with the CPUs 84-90 % busy; see there
-# for this one. The recovery times the engine's tests write are measured beside other scenarios: the figures in docs/
-# come from bench/engine_recovery.py, which runs the scenario alone. A group's stages' outcomes are listed in STAGES'
+# lane's stages in order (CI has 2 cores); a stage in no group runs alone. First, two lanes:
+# - the cheap static checks, then the unit tests that run ansible-playbook (on every core), then the lab and model
+#   scenarios and the engine scenario's lab (created and converged: its real engine installed and loaded),
+#   then the engine scenario's reboot and recovery tests (each timed against the engine's own start, both measured in
+#   the same conditions);
+# - the lab's preparation (node image, wheelhouses, the engine's download: once; every scenario's dependency step then
+#   finds it done, or waits on its lock), then the reclaim and serve scenarios (serve: deployed through AWX, operated,
+#   rebooted, upgraded and torn down on one lab).
+# Then, alone, the engine scenario's benchmark (two load generators compared within 15 %: a neighbour's load would skew
+# one run and not the other). Then two lanes again: the engine scenario's image tests (they end with a teardown, so
+# they come after the benchmark; they mostly wait on the engine's starts), beside the lab_miswired scenario, the
+# playbooks' syntax, the collection's build, the other unit tests, ansible-lint and ansible-test sanity, which fill the
+# CPU the waiting leaves.
+# Measured (docs/benchmarks.md, seventh session): before this layout the engine's side effect and every test of it ran
+# alone after the lanes (about 850-940 s) with the machine's CPUs about 65 % busy, and `make test` took 3131 s; with
+# it, 2602 s. The recovery times the engine's tests write are now measured beside the serve lane: the figures in
+# docs/ come from bench/engine_recovery.py, which runs the scenario alone. A group's stages' outcomes are listed in STAGES'
 # order. Scenarios side by side share the lab's networks: `make test` keeps them (SPARKOPS_LAB_KEEP_NETWORKS) and
 # releases them once at the end.
 
 LANES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
-        ("lab-prepare", "molecule-engine-up"),
-        ("ruff", "mypy", "yamllint", "argument-specs", "role-docs", "awx-templates", "unit-ansible", "unit"),
-    ),
-    (
-        ("molecule-serve",),
-        ("molecule-engine-recovery", "molecule-engine-image"),
         (
-            "molecule-reclaim",
+            "ruff",
+            "mypy",
+            "yamllint",
+            "argument-specs",
+            "role-docs",
+            "awx-templates",
+            "unit-ansible",
             "molecule-lab",
             "molecule-model",
+            "molecule-engine-up",
+            "molecule-engine-recovery",
+        ),
+        ("lab-prepare", "molecule-reclaim", "molecule-serve"),
+    ),
+    (
+        ("molecule-engine-image",),
+        (
             "molecule-lab_miswired",
             "playbook-syntax",
             "collection-build",
             "execution-environment",
+            "unit",
             "ansible-lint",
             "ansible-test-sanity",
         ),
