@@ -8,6 +8,7 @@ as one check. The last line is `N passed, N failed`. Exit status 1 when anything
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import subprocess
@@ -246,7 +247,12 @@ class ContainerCpu(threading.Thread):
                 return  # no podman here: nothing to count
 
     def stop(self) -> dict[str, float]:
+        """The totals by scenario, with a last reading (containers still up, e.g. after an --only run)."""
         self.done.set()
+        if self.is_alive():
+            self.join()
+        with contextlib.suppress(OSError):  # no podman here: what was read stands
+            self.read()
         return by_scenario(self.usage, self.names)
 
 

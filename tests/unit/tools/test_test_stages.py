@@ -181,7 +181,7 @@ def test_container_cpu_is_summed_by_the_scenario_the_lab_names_it_after() -> Non
 
 
 def test_the_container_sampler_keeps_a_removed_containers_last_reading(monkeypatch: pytest.MonkeyPatch) -> None:
-    readings = iter([{"c1": 4.0, "c2": 1.0}, {"c2": 3.0}])
+    readings = iter([{"c1": 4.0, "c2": 1.0}, {"c2": 2.0}, {"c2": 3.0}])  # the last one: stop()'s own reading
     monkeypatch.setattr(test_stages, "container_cpu", lambda: next(readings))
     monkeypatch.setattr(test_stages.subprocess, "run", lambda *a, **k: type("R", (), {"stdout": "c1 model-spark-head\nc2 model-spark-worker1\n"})())
     sampler = test_stages.ContainerCpu()
