@@ -100,10 +100,14 @@ def test_main_names_the_failed_stages_and_cases_again_beside_the_closing_line(
     )
     monkeypatch.setattr(test_stages, "STAGES", stages)
     monkeypatch.setattr(test_stages, "LANES", ())
+    # One container the sampler read (not the machine's real ones: in CI the labs run beside the unit tests); its name
+    # is never listed, so it counts as "unnamed".
+    monkeypatch.setattr(test_stages, "container_cpu", lambda: {"f" * 64: 7.0})
     assert test_stages.main([]) == 1
-    tail = capsys.readouterr().out.rstrip().splitlines()[-5:]
+    tail = capsys.readouterr().out.rstrip().splitlines()[-6:]
     assert tail[0].startswith("this machine's CPUs")
-    assert tail[1:] == ["FAILED unit (rc=1); log: unit.log", "    t.m::slow: assert 216 == 204", "FAILED lint (rc=1); log: lint.log", "2 passed, 2 failed"]
+    assert tail[1] == "the labs' containers used 7 s of CPU: unnamed 7"
+    assert tail[2:] == ["FAILED unit (rc=1); log: unit.log", "    t.m::slow: assert 216 == 204", "FAILED lint (rc=1); log: lint.log", "2 passed, 2 failed"]
 
 
 def test_a_stage_counts_the_cpu_its_process_tree_used_not_the_time_it_waited(output: Path) -> None:
