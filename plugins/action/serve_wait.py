@@ -49,6 +49,8 @@ class ActionModule(ActionBase):
         }
         if args["api_key"]:
             probe_args["api_key"] = args["api_key"]
+        if args["unit"]:
+            probe_args["unit"] = args["unit"]  # the step ends as soon as the unit gave up, not after report_every
 
         def probe(seconds: int) -> dict[str, t.Any]:
             answer = self._execute_module(module_name=PROBE, module_args={**probe_args, "timeout": seconds}, task_vars=task_vars)

@@ -562,6 +562,9 @@ class WaitOutcome:
     attempts: int
     elapsed: float
     timeout: float
+    # Why the wait ended before ``timeout`` with the endpoint not ready ("" when it did not): the server's service
+    # gave up (see :func:`wait_ready`'s ``gave_up``).
+    gave_up: str = ""
 
     @property
     def ready(self) -> bool:
@@ -573,8 +576,11 @@ class WaitOutcome:
         if self.ready:
             return f"{self.config.url} serves {self.config.model} (ready after {format_seconds(self.elapsed)} s, {attempts})"
         steps = "; ".join(f"{step}: {self.probe.steps[step]}" for step in STEPS)
-        message = f"{self.config.url} not ready after {format_seconds(self.timeout)} s ({attempts}): {steps}"
-        if self.probe.hint:
+        waited = self.elapsed if self.gave_up else self.timeout
+        message = f"{self.config.url} not ready after {format_seconds(waited)} s ({attempts}): {steps}"
+        if self.gave_up:
+            message += f". {self.gave_up}"
+        elif self.probe.hint:
             message += f". {self.probe.hint}"
         return self.config.redact(message)
 
@@ -596,7 +602,18 @@ class WaitOutcome:
             "reasoning": redact_value(probe.reasoning, secret),
             "finish_reason": redact_value(probe.finish_reason, secret),
             "usage": redact_value(dict(probe.usage), secret),
+            "gave_up": bool(self.gave_up),
         }
+
+
+def unit_gave_up(unit: str, run: t.Callable[[list[str]], tuple[int, str, str]]) -> str:
+    """Why the server's systemd ``unit`` will not answer ("" while it may): its ``ActiveState`` is ``failed`` (systemd
+    gave up: its start limit hit, or it is not restarted); ``run`` runs an argv, returning (rc, stdout, stderr). A unit
+    systemd does not know, or no systemd, counts as one that may still answer."""
+    rc, out, _err = run(["systemctl", "show", "--property", "ActiveState", "--value", unit])
+    if rc == 0 and out.strip() == "failed":
+        return f"{unit} failed (ActiveState=failed): systemd gave up starting it, so it will not answer"
+    return ""
 
 
 def wait_ready(
@@ -606,6 +623,7 @@ def wait_ready(
     opener: Opener,
     clock: t.Callable[[], float] | None = None,
     sleep: t.Callable[[float], t.Any] | None = None,
+    gave_up: t.Callable[[], str] | None = None,
 ) -> WaitOutcome:
     """Make attempts until one is ready or ``timeout`` seconds have passed; the first one is made at once.
 
@@ -613,7 +631,8 @@ def wait_ready(
     is reached; each request waits no longer than the time left. ``timeout`` 0 makes one attempt, each request
     waiting up to ``config.request_timeout``. The outcome reports the last attempt, unless the deadline cut it short
     (see :class:`Probe`) and an earlier one exists. ``clock`` and ``sleep`` (default ``time.monotonic`` and
-    ``time.sleep``) are injectable.
+    ``time.sleep``) are injectable. ``gave_up``, when given, is asked after each attempt that is not ready: a
+    non-empty answer (why: the server's service gave up, so it will not answer) ends the wait at once.
     """
     clock = clock or time.monotonic
     sleep = sleep or time.sleep
@@ -621,12 +640,16 @@ def wait_ready(
     deadline = start + timeout if timeout > 0 else None
     attempts = 0
     reported: Probe | None = None
+    why = ""
     while True:
         attempts += 1
         probe = check_once(config, opener, deadline, clock)
         if reported is None or probe.ready or not probe.cut_short:
             reported = probe
-        if probe.ready or deadline is None:
+        if probe.ready:
+            break
+        why = gave_up() if gave_up is not None else ""
+        if why or deadline is None:
             break
         remaining = deadline - clock()
         if remaining <= 0:
@@ -634,4 +657,4 @@ def wait_ready(
         sleep(min(max(0.0, interval), remaining))
         if clock() >= deadline:
             break
-    return WaitOutcome(config=config, probe=reported, attempts=attempts, elapsed=clock() - start, timeout=timeout)
+    return WaitOutcome(config=config, probe=reported, attempts=attempts, elapsed=clock() - start, timeout=timeout, gave_up=why)

@@ -104,9 +104,19 @@ options:
         C(Authorization) header (in clear text for an V(http) O(url)). Turn it on only for a proxy you trust with the key.
     type: bool
     default: false
+  unit:
+    description:
+      - The systemd unit that runs the server on the host the module runs on, for example V(sparkops-vllm.service).
+      - "After each attempt that is not ready, the unit's C(ActiveState) is read. V(failed) (systemd gave up starting
+        it: its start limit hit, or it is not restarted) ends the wait at once, not ready, with RV(gave_up=true),
+        since the server will not answer, rather than waiting out O(timeout). A unit restarting after a crash is
+        C(activating), and is waited for."
+      - A unit systemd does not know, or a host without systemd, is waited for as without O(unit).
+    type: str
+    version_added: 1.1.0
   fail_on_timeout:
     description:
-      - Fail the task when the endpoint is not ready after O(timeout).
+      - Fail the task when the endpoint is not ready after O(timeout), or when O(unit) gave up.
       - With V(false), return RV(ready=false) with the last states and do not fail, for example to wait in short calls
         that each print the progress.
     type: bool
@@ -267,10 +277,18 @@ usage:
   returned: always
   type: dict
   sample: {prompt_tokens: 12, completion_tokens: 32, total_tokens: 44}
+gave_up:
+  description:
+    - Whether the wait ended early because O(unit) failed (systemd gave up starting it); RV(msg) then says so.
+  returned: always
+  type: bool
+  sample: false
+  version_added: 1.1.0
 msg:
   description:
-    - What happened in words. When not ready, C(<url> not ready after <timeout> s (<n> attempts)), then the last
-      state of each request (RV(steps)), then what it likely means.
+    - What happened in words. When not ready, C(<url> not ready after <timeout> s (<n> attempts)) (after the seconds
+      waited when O(unit) gave up), then the last state of each request (RV(steps)), then what it likely means or that
+      O(unit) gave up.
   returned: always
   type: str
   sample: "http://192.168.200.11:8000 not ready after 900 s (437 attempts): health: connection refused; models: not tried; completion: not tried"
@@ -286,6 +304,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._openai_endpoin
     EndpointError,
     ansible_opener,
     normalise_url,
+    unit_gave_up,
     wait_ready,
 )
 
@@ -305,6 +324,7 @@ def main() -> None:
             "chat_template_kwargs": {"type": "dict"},
             "validate_certs": {"type": "bool", "default": True},
             "use_proxy": {"type": "bool", "default": False},
+            "unit": {"type": "str"},
             "fail_on_timeout": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
@@ -330,7 +350,12 @@ def main() -> None:
         request_timeout=p["request_timeout"],
     )
     opener = ansible_opener(validate_certs=p["validate_certs"], use_proxy=p["use_proxy"])
-    outcome = wait_ready(config, timeout=p["timeout"], interval=p["interval"], opener=opener)
+    unit = p["unit"]
+
+    def gave_up() -> str:
+        return unit_gave_up(unit, module.run_command)
+
+    outcome = wait_ready(config, timeout=p["timeout"], interval=p["interval"], opener=opener, gave_up=gave_up if unit else None)
     result = outcome.as_dict()
     if not outcome.ready and p["fail_on_timeout"]:
         module.fail_json(msg=outcome.message(), changed=False, **result)

@@ -18,7 +18,9 @@ description:
     C(spark-head: vLLM not ready after 120 s (ActiveState=active, SubState=running, Result=success, NRestarts=0):
     refused; health: connection refused; models: not tried; completion: not tried). The lines are also returned."
   - The wait ends when the endpoint is ready, when O(unit) failed for good (C(ActiveState=failed), its start limit
-    hit, so it will not answer), or when O(timeout) has passed. It never fails for an endpoint that is not ready; it
+    hit, so it will not answer), or when O(timeout) has passed. The probe reads O(unit)'s state after each of its
+    attempts (M(sparkops.inference.openai_endpoint)'s O(sparkops.inference.openai_endpoint#module:unit)), so a unit
+    that gave up ends the wait within an attempt, not at the end of its step. It never fails for an endpoint that is not ready; it
     returns RV(ready) and RV(ended_by), and the play decides (the C(vllm_serve) role fails with the unit's journal).
   - It fails at once when the probe module itself fails (its arguments refused).
   - Never changes anything.
@@ -56,7 +58,8 @@ options:
     default: true
   unit:
     description:
-      - The systemd unit that serves the endpoint, whose state each progress line gives; a failed one ends the wait.
+      - The systemd unit that serves the endpoint, whose state each progress line gives; a failed one ends the wait
+        (within an attempt of the probe, about a second).
       - Unset, no unit is read.
     type: str
 seealso:

@@ -58,7 +58,7 @@ def test_it_asks_in_steps_says_where_it_stands_and_returns_the_last_answer() -> 
     probes = [args for name, args in calls if name == "sparkops.inference.openai_endpoint"]
     assert [args["timeout"] for args in probes] == [15, 15, 15]
     assert probes[0] == {"url": "http://10.0.0.1:8000", "model": "tiny-moe", "interval": 1.0, "smoke_test": True, "fail_on_timeout": False,
-                         "api_key": SECRET, "timeout": 15}  # fmt: skip
+                         "api_key": SECRET, "unit": "sparkops-vllm.service", "timeout": 15}  # fmt: skip
     units = [args["argv"] for name, args in calls if name == "ansible.builtin.command"]
     assert units == [["systemctl", "show", "--property", "ActiveState,SubState,Result,NRestarts", "sparkops-vllm.service"]] * 2
     assert len(said) == 2 and said == result["reports"]

@@ -33,6 +33,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._openai_endpoin
     describe_failure,
     format_seconds,
     normalise_url,
+    unit_gave_up,
     wait_ready,
 )
 from fake_clock import FakeClock
@@ -182,6 +183,7 @@ def test_ready_with_plain_content(server: FakeVllm) -> None:
         "reasoning": None,
         "finish_reason": "stop",
         "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+        "gave_up": False,
     }
     assert 0 <= outcome.elapsed < 2
     assert outcome.message().startswith(f"{server.url} serves {MODEL} (ready after ")
@@ -741,6 +743,62 @@ def test_timeout_zero_makes_one_full_attempt() -> None:
     assert [request.timeout for _at, request in opener.requests] == [30.0, 30.0]
     assert outcome.probe.state == "loading"
     assert outcome.message().startswith("http://spark-head:8000 not ready after 0 s (1 attempt): health: HTTP 503; models: HTTP 503; completion: not tried")
+
+
+def test_a_unit_that_gave_up_ends_the_wait_after_the_attempt_that_found_it() -> None:
+    """The unit is asked after each attempt that is not ready (not before the first, not after a ready one): the
+    third answer says it failed, so the wait ends there, long before its 900 s, not ready, saying why."""
+    clock = FakeClock()
+    answers = iter(["", "", "sparkops-vllm.service failed"])
+    asked: list[float] = []
+
+    def gave_up() -> str:
+        asked.append(clock.now)
+        return next(answers)
+
+    opener = ScriptedOpener(clock, lambda request: (0.0, REFUSED))
+    outcome = wait_ready(CONFIG, timeout=900, interval=2, opener=opener, clock=clock.clock, sleep=clock.sleep, gave_up=gave_up)
+    assert (outcome.ready, outcome.attempts, asked, clock.sleeps) == (False, 3, [1000, 1002, 1004], [2, 2])
+    assert outcome.as_dict()["gave_up"] is True and outcome.elapsed == 4
+    assert outcome.message() == (
+        "http://spark-head:8000 not ready after 4 s (3 attempts): health: connection refused; models: not tried; "
+        "completion: not tried. sparkops-vllm.service failed"
+    )
+
+
+def test_a_unit_that_may_still_answer_changes_nothing() -> None:
+    clock = FakeClock()
+
+    def answer(request: HttpRequest) -> tuple[float, HttpResponse]:
+        return (0.0, READY_ANSWERS[path_of(request)] if clock.now >= 1004 else REFUSED)
+
+    asked: list[float] = []
+    outcome = wait_ready(CONFIG, timeout=900, interval=2, opener=ScriptedOpener(clock, answer), clock=clock.clock, sleep=clock.sleep,
+                         gave_up=lambda: asked.append(clock.now) or "")  # fmt: skip
+    assert (outcome.ready, outcome.attempts, asked) == (True, 3, [1000, 1002])  # not asked after the ready attempt
+    assert outcome.as_dict()["gave_up"] is False
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ((0, "failed\n", ""), "sparkops-vllm.service failed (ActiveState=failed): systemd gave up starting it, so it will not answer"),
+        ((0, "activating\n", ""), ""),  # restarting after a crash: it may still answer
+        ((0, "active\n", ""), ""),
+        ((0, "inactive\n", ""), ""),  # a unit systemd does not know
+        ((1, "", "System has not been booted with systemd"), ""),
+        ((127, "", "cannot run systemctl"), ""),
+    ],
+)
+def test_unit_gave_up_reads_the_units_active_state(answer: tuple[int, str, str], why: str) -> None:
+    argvs: list[list[str]] = []
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        argvs.append(argv)
+        return answer
+
+    assert unit_gave_up("sparkops-vllm.service", run) == why
+    assert argvs == [["systemctl", "show", "--property", "ActiveState", "--value", "sparkops-vllm.service"]]
 
 
 def test_check_once_defaults_to_no_deadline() -> None:

@@ -38,6 +38,7 @@ RESULT_KEYS = {
     "reasoning",
     "finish_reason",
     "usage",
+    "gave_up",
 }
 
 pytestmark = pytest.mark.usefixtures("no_proxy")
@@ -90,7 +91,7 @@ def test_ready(server: FakeVllm, capsys: pytest.CaptureFixture[str]) -> None:
     assert result["usage"] == {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
     assert result["steps"] == {"health": "HTTP 200", "models": f"lists {MODEL}", "completion": "HTTP 200: 3 tokens, finish_reason stop"}
     assert server.requests[2].json() == {"model": MODEL, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 32, "stream": False}
-    assert run.calls == [{"timeout": 900, "interval": 2.0, "opener": run.calls[0]["opener"]}]
+    assert run.calls == [{"timeout": 900, "interval": 2.0, "opener": run.calls[0]["opener"], "gave_up": None}]  # no unit: never asked
     assert run.clock.sleeps == []
 
 
@@ -146,6 +147,30 @@ def test_wedged_engine_fails_naming_it(server: FakeVllm, capsys: pytest.CaptureF
     assert result["msg"] == (
         f"{server.url} not ready after 4 s (2 attempts): health: HTTP 200; models: lists {MODEL}; completion: HTTP 500: EngineDeadError."
         " /health answers but completions fail: the engine looks wedged"
+    )
+
+
+def test_a_unit_that_gave_up_fails_at_once_naming_it(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """systemctl says the unit failed on the second look: the module ends there (2 attempts of a 600 s wait)."""
+    states = iter(["activating\n", "failed\n"])
+    argvs: list[list[str]] = []
+
+    def run_command(self: t.Any, argv: list[str], **kwargs: t.Any) -> tuple[int, str, str]:
+        argvs.append(argv)
+        return 0, next(states), ""
+
+    monkeypatch.setattr(openai_endpoint.AnsibleModule, "run_command", run_command)
+    unstarted = FakeVllm()  # bound, not listening: refused
+    try:
+        run = run_module({"url": unstarted.url, "model": MODEL, "timeout": 600, "interval": 1, "unit": "sparkops-vllm.service"}, capsys)
+    finally:
+        unstarted.close()
+    result = run.result
+    assert (result["failed"], result["ready"], result["gave_up"], result["attempts"], result["elapsed"]) == (True, False, True, 2, 1)
+    assert argvs == [["systemctl", "show", "--property", "ActiveState", "--value", "sparkops-vllm.service"]] * 2
+    assert result["msg"] == (
+        f"{unstarted.url} not ready after 1 s (2 attempts): health: connection refused; models: not tried; completion: not tried."
+        " sparkops-vllm.service failed (ActiveState=failed): systemd gave up starting it, so it will not answer"
     )
 
 
