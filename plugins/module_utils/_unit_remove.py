@@ -66,6 +66,7 @@ def apply(removal: Removal, run: Runner, unit_dir: str = UNIT_DIR, remove: t.Cal
         rc, _out, err = run(["systemctl", "disable", "--now", *removal.units])
         if rc != 0:
             raise UnitRemoveError(f"systemctl could not stop and disable {', '.join(removal.units)}: {err.strip() or f'exit status {rc}'}", False)
+        run(["systemctl", "reset-failed", *removal.units])  # a unit stopped mid-run may be left failed: not worth keeping
     for path in removal.paths:
         try:
             remove(path)

@@ -12,7 +12,8 @@ version_added: 1.1.0
 description:
   - For systemd units a node no longer needs (a feature turned off, a node that changed role, a teardown).
   - Each of O(units) whose file is in C(/etc/systemd/system) is stopped and disabled (C(systemctl disable --now)),
-    all of them before anything is removed; then those files and each of O(paths) that exists are removed (a folder
+    all of them before anything is removed, and its failed state (a unit stopped mid-run) cleared; then those files
+    and each of O(paths) that exists are removed (a folder
     with what it holds, a link and not what it points to); then systemd reloads its units when a unit file was
     removed.
   - A unit that will not stop or disable fails the module naming it, with nothing removed.
@@ -24,6 +25,7 @@ options:
       - The units, by their file name in C(/etc/systemd/system), for example V(sparkops-vllm.service) or
         V(sparkops-vllm-liveness.timer).
       - A unit without a file there is left alone (it is not the collection's, or it is gone already).
+      - Name the service a timer starts too, so that a run in progress ends before its files are removed.
     type: list
     elements: str
     required: true
@@ -58,9 +60,8 @@ author:
 EXAMPLES = r"""
 - name: Remove the liveness probe (its timer, its service, its command, its settings and its state)
   sparkops.inference.unit_remove:
-    units: [sparkops-vllm-liveness.timer]
+    units: [sparkops-vllm-liveness.timer, sparkops-vllm-liveness.service]
     paths:
-      - /etc/systemd/system/sparkops-vllm-liveness.service
       - /usr/local/sbin/sparkops-vllm-liveness
       - /etc/sparkops/vllm-liveness.json
   become: true

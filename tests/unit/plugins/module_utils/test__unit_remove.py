@@ -56,7 +56,11 @@ def test_apply_stops_and_disables_first_removes_everything_then_reloads(node: Pa
     removal = plan(["sparkops-vllm-liveness.timer"], [str(node / "liveness.json"), str(node / "state")], units)
     systemctl = Systemctl()
     assert apply(removal, systemctl, units) is True
-    assert systemctl.argvs == [["systemctl", "disable", "--now", "sparkops-vllm-liveness.timer"], ["systemctl", "daemon-reload"]]
+    assert systemctl.argvs == [
+        ["systemctl", "disable", "--now", "sparkops-vllm-liveness.timer"],
+        ["systemctl", "reset-failed", "sparkops-vllm-liveness.timer"],  # its answer does not matter (a unit not failed)
+        ["systemctl", "daemon-reload"],
+    ]
     assert sorted(p.name for p in node.iterdir()) == ["system"] and list((node / "system").iterdir()) == []
 
 

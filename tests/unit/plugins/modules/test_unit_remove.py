@@ -48,7 +48,11 @@ def test_removes_what_is_there_then_a_rerun_changes_nothing(node: Path, capsys: 
     unit_file = str(node / "system" / "sparkops-firewall.service")
     assert (result["changed"], result["units"], result["daemon_reloaded"]) == (True, ["sparkops-firewall.service"], True)
     assert result["paths"] == [unit_file, str(node / "ruleset.nft")]
-    assert argvs == [["systemctl", "disable", "--now", "sparkops-firewall.service"], ["systemctl", "daemon-reload"]]
+    assert argvs == [
+        ["systemctl", "disable", "--now", "sparkops-firewall.service"],
+        ["systemctl", "reset-failed", "sparkops-firewall.service"],
+        ["systemctl", "daemon-reload"],
+    ]
     assert not Path(unit_file).exists() and not (node / "ruleset.nft").exists()
     again, argvs = run_module(args, node, capsys)
     assert (again["changed"], again["units"], again["paths"], argvs) == (False, [], [], [])
