@@ -43,6 +43,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from ansible_collections.sparkops.inference.plugins.module_utils._run_command import Runner
+
 try:
     from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
     from ansible.module_utils.urls import Request, make_context
@@ -606,7 +608,7 @@ class WaitOutcome:
         }
 
 
-def unit_gave_up(unit: str, run: t.Callable[[list[str]], tuple[int, str, str]]) -> str:
+def unit_gave_up(unit: str, run: Runner) -> str:
     """Why the server's systemd ``unit`` will not answer ("" while it may): its ``ActiveState`` is ``failed`` (systemd
     gave up: its start limit hit, or it is not restarted); ``run`` runs an argv, returning (rc, stdout, stderr). A unit
     systemd does not know, or no systemd, counts as one that may still answer."""
