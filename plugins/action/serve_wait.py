@@ -26,7 +26,6 @@ ARGUMENT_SPEC: dict[str, t.Any] = {
     "unit": {"type": "str"},
 }
 PROBE = "sparkops.inference.openai_endpoint"
-UNIT_PROPERTIES = "ActiveState,SubState,Result,NRestarts"
 
 
 class ActionModule(ActionBase):
@@ -50,26 +49,18 @@ class ActionModule(ActionBase):
         if args["api_key"]:
             probe_args["api_key"] = args["api_key"]
         if args["unit"]:
-            probe_args["unit"] = args["unit"]  # the step ends as soon as the unit gave up, not after report_every
+            # the probe reads the unit after each attempt not ready: a step ends as soon as the unit gave up, and
+            # returns the unit's state the progress line gives (unit_state)
+            probe_args["unit"] = args["unit"]
 
         def probe(seconds: int) -> dict[str, t.Any]:
             answer = self._execute_module(module_name=PROBE, module_args={**probe_args, "timeout": seconds}, task_vars=task_vars)
             answer.pop("invocation", None)
             return answer
 
-        def unit_state() -> str:
-            if not args["unit"]:
-                return ""
-            shown = self._execute_module(
-                module_name="ansible.builtin.command",
-                module_args={"argv": ["systemctl", "show", "--property", UNIT_PROPERTIES, args["unit"]]},
-                task_vars=task_vars,
-            )
-            return str(shown.get("stdout", "")) if not shown.get("failed") else ""
-
         host = str(task_vars.get("inventory_hostname", "?"))
         try:
-            outcome = wait(settings, probe, unit_state, host=host, clock=time.monotonic, say=display.display)
+            outcome = wait(settings, probe, host=host, clock=time.monotonic, say=display.display)
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result.update(outcome.endpoint)

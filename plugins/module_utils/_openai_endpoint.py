@@ -608,14 +608,26 @@ class WaitOutcome:
         }
 
 
-def unit_gave_up(unit: str, run: Runner) -> str:
-    """Why the server's systemd ``unit`` will not answer ("" while it may): its ``ActiveState`` is ``failed`` (systemd
-    gave up: its start limit hit, or it is not restarted); ``run`` runs an argv, returning (rc, stdout, stderr). A unit
-    systemd does not know, or no systemd, counts as one that may still answer."""
-    rc, out, _err = run(["systemctl", "show", "--property", "ActiveState", "--value", unit])
-    if rc == 0 and out.strip() == "failed":
-        return f"{unit} failed (ActiveState=failed): systemd gave up starting it, so it will not answer"
-    return ""
+UNIT_PROPERTIES = "ActiveState,SubState,Result,NRestarts"  # what a unit's state says, read after an attempt not ready
+
+
+@dataclass
+class UnitWatch:
+    """The server's systemd ``unit``, read after each attempt that is not ready (:func:`wait_ready`'s ``gave_up``):
+    calling it reads :data:`UNIT_PROPERTIES` (``run`` runs an argv, returning (rc, stdout, stderr)) and answers why the
+    server will not answer ("" while it may): its ``ActiveState`` is ``failed`` (systemd gave up: its start limit hit,
+    or it is not restarted). A unit systemd does not know, or no systemd, counts as one that may still answer."""
+
+    unit: str
+    run: Runner
+    state: str = ""  # the last read, one ``Name=value`` a line ("" before one, or when systemctl failed)
+
+    def __call__(self) -> str:
+        rc, out, _err = self.run(["systemctl", "show", "--property", UNIT_PROPERTIES, self.unit])
+        self.state = out.strip() if rc == 0 else ""
+        if "ActiveState=failed" in self.state.splitlines():
+            return f"{self.unit} failed (ActiveState=failed): systemd gave up starting it, so it will not answer"
+        return ""
 
 
 def wait_ready(

@@ -107,10 +107,10 @@ options:
   unit:
     description:
       - The systemd unit that runs the server on the host the module runs on, for example V(sparkops-vllm.service).
-      - "After each attempt that is not ready, the unit's C(ActiveState) is read. V(failed) (systemd gave up starting
-        it: its start limit hit, or it is not restarted) ends the wait at once, not ready, with RV(gave_up=true),
-        since the server will not answer, rather than waiting out O(timeout). A unit restarting after a crash is
-        C(activating), and is waited for."
+      - "After each attempt that is not ready, the unit's state is read (RV(unit_state)). C(ActiveState=failed)
+        (systemd gave up starting it: its start limit hit, or it is not restarted) ends the wait at once, not ready,
+        with RV(gave_up=true), since the server will not answer, rather than waiting out O(timeout). A unit restarting
+        after a crash is C(activating), and is waited for."
       - A unit systemd does not know, or a host without systemd, is waited for as without O(unit).
     type: str
     version_added: 1.1.0
@@ -284,6 +284,15 @@ gave_up:
   type: bool
   sample: false
   version_added: 1.1.0
+unit_state:
+  description:
+    - "O(unit)'s state as read after the last attempt, when the endpoint is not ready: C(systemctl show)'s
+      C(ActiveState), C(SubState), C(Result) and C(NRestarts), one C(Name=value) a line."
+    - Empty when the endpoint is ready, without O(unit), or when C(systemctl) could not read it.
+  returned: always
+  type: str
+  sample: "ActiveState=activating\nSubState=auto-restart\nResult=exit-code\nNRestarts=2"
+  version_added: 1.1.0
 msg:
   description:
     - What happened in words. When not ready, C(<url> not ready after <timeout> s (<n> attempts)) (after the seconds
@@ -302,9 +311,9 @@ from ansible_collections.sparkops.inference.plugins.module_utils._openai_endpoin
     DEFAULT_REQUEST_TIMEOUT,
     EndpointConfig,
     EndpointError,
+    UnitWatch,
     ansible_opener,
     normalise_url,
-    unit_gave_up,
     wait_ready,
 )
 
@@ -350,13 +359,9 @@ def main() -> None:
         request_timeout=p["request_timeout"],
     )
     opener = ansible_opener(validate_certs=p["validate_certs"], use_proxy=p["use_proxy"])
-    unit = p["unit"]
-
-    def gave_up() -> str:
-        return unit_gave_up(unit, module.run_command)
-
-    outcome = wait_ready(config, timeout=p["timeout"], interval=p["interval"], opener=opener, gave_up=gave_up if unit else None)
-    result = outcome.as_dict()
+    watch = UnitWatch(p["unit"], module.run_command) if p["unit"] else None
+    outcome = wait_ready(config, timeout=p["timeout"], interval=p["interval"], opener=opener, gave_up=watch)
+    result = {**outcome.as_dict(), "unit_state": "" if outcome.ready or watch is None else watch.state}
     if not outcome.ready and p["fail_on_timeout"]:
         module.fail_json(msg=outcome.message(), changed=False, **result)
     module.exit_json(msg=outcome.message(), changed=False, **result)

@@ -13,8 +13,9 @@ description:
   - An action plugin over M(sparkops.inference.openai_endpoint). It asks the endpoint in steps of at most
     O(report_every) seconds (or what is left of O(timeout)), each step a run of that module on the host, the first at
     once.
-  - "After each step that is not ready it reads O(unit)'s state (C(systemctl show --property
-    ActiveState,SubState,Result,NRestarts)) and prints one line while the task runs, for example
+  - "After each step that is not ready it prints one line while the task runs, with O(unit)'s state (C(systemctl show
+    --property ActiveState,SubState,Result,NRestarts), as the probe read it after its last attempt: its
+    RV(sparkops.inference.openai_endpoint#module:unit_state)), for example
     C(spark-head: vLLM not ready after 120 s (ActiveState=active, SubState=running, Result=success, NRestarts=0):
     refused; health: connection refused; models: not tried; completion: not tried). The lines are also returned."
   - The wait ends when the endpoint is ready, when O(unit) failed for good (C(ActiveState=failed), its start limit

@@ -4,7 +4,8 @@
 """The wait for a served endpoint in steps, a progress line after each one that is not ready (the serve_wait action).
 
 Each step asks the endpoint (the openai_endpoint module) for at most ``report_every`` seconds, or what is left of
-``timeout``; when it is not ready, the unit's state is read and one line says where both stand. The wait ends when the
+``timeout``; when it is not ready, one line says where it and its unit stand (the unit's state as the probe read it
+after its last attempt: the module's ``unit_state``). The wait ends when the
 endpoint is ready, the unit failed for good (``ActiveState=failed``: its start limit hit, it will not answer), the
 time is up, or the probe itself failed (its arguments refused: asking again would not help).
 
@@ -20,8 +21,6 @@ from dataclasses import dataclass, field
 
 # One step of the probe: the seconds it may take, to the openai_endpoint module's result.
 Probe = t.Callable[[int], t.Dict[str, t.Any]]  # noqa: UP006 (evaluated at run time)
-# The unit's `systemctl show` properties, one ``Name=value`` a line ("" without a unit).
-UnitState = t.Callable[[], str]
 
 READY = "ready"
 UNIT_FAILED = "unit_failed"
@@ -70,9 +69,10 @@ def unit_failed(unit_state: str) -> bool:
 
 
 def wait(
-    settings: WaitSettings, probe: Probe, unit_state: UnitState, *, host: str, clock: t.Callable[[], float], say: t.Callable[[str], None]
+    settings: WaitSettings, probe: Probe, *, host: str, clock: t.Callable[[], float], say: t.Callable[[str], None]
 ) -> WaitResult:
-    """Ask until ready, the unit failed, the time is up or the probe failed; ``say`` each progress line."""
+    """Ask until ready, the unit failed, the time is up or the probe failed; ``say`` each progress line. The unit's
+    state is the step's ``unit_state`` (``systemctl show`` lines, one ``Name=value`` each; "" without a unit)."""
     start = clock()
     reports: list[str] = []
     state = ""
@@ -82,7 +82,7 @@ def wait(
             return WaitResult(endpoint, PROBE_FAILED, clock() - start, state, reports)
         if endpoint.get("ready"):
             return WaitResult(endpoint, READY, clock() - start, state, reports)
-        state = unit_state()
+        state = str(endpoint.get("unit_state") or "")
         waited = clock() - start
         line = progress_line(host, waited, state, endpoint)
         reports.append(line)

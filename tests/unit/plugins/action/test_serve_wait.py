@@ -1,8 +1,8 @@
 # Copyright (c) 2026 sparkops.inference developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The serve_wait action plugin: the module runs it makes (the probe in steps, the unit's state), what it prints
-and returns, and its argument checks (the modules' runs faked)."""
+"""The serve_wait action plugin: the module runs it makes (the probe in steps, nothing else: the probe reads the unit),
+what it prints and returns, and its argument checks (the probe's runs faked)."""
 
 from __future__ import annotations
 
@@ -33,9 +33,10 @@ def make_action(args: dict[str, t.Any], answers: list[dict[str, t.Any]], unit: s
 
     def execute_module(module_name: str, module_args: dict[str, t.Any], task_vars: dict[str, t.Any]) -> dict[str, t.Any]:
         calls.append((module_name, dict(module_args)))
-        if module_name == "ansible.builtin.command":
-            return {"stdout": unit, "rc": 0}
-        return dict(answers.pop(0))
+        answer = dict(answers.pop(0))
+        if not answer.get("failed"):  # as the probe answers: the unit's state after its last attempt not ready
+            answer["unit_state"] = unit if module_args.get("unit") and not answer["ready"] else ""
+        return answer
 
     action._execute_module = execute_module  # type: ignore[method-assign]
     action._remove_tmp_path = lambda path: None  # type: ignore[method-assign]
@@ -59,12 +60,11 @@ def test_it_asks_in_steps_says_where_it_stands_and_returns_the_last_answer() -> 
     assert [args["timeout"] for args in probes] == [15, 15, 15]
     assert probes[0] == {"url": "http://10.0.0.1:8000", "model": "tiny-moe", "interval": 1.0, "smoke_test": True, "fail_on_timeout": False,
                          "api_key": SECRET, "unit": "sparkops-vllm.service", "timeout": 15}  # fmt: skip
-    units = [args["argv"] for name, args in calls if name == "ansible.builtin.command"]
-    assert units == [["systemctl", "show", "--property", "ActiveState,SubState,Result,NRestarts", "sparkops-vllm.service"]] * 2
+    assert [name for name, _args in calls] == ["sparkops.inference.openai_endpoint"] * 3  # no module run of its own for the unit
     assert len(said) == 2 and said == result["reports"]
     assert re.match(r"spark-head: vLLM not ready after \d+ s \(ActiveState=active, SubState=running, Result=success, NRestarts=0\): refused;", said[0])
     assert (result["ready"], result["ended_by"], result["changed"], result["content"]) == (True, "ready", False, "hi")
-    assert result["unit_state"] == RUNNING and "invocation" not in result
+    assert result["unit_state"] == RUNNING and "invocation" not in result  # the last one read
     assert SECRET not in repr(result) and not any(SECRET in line for line in said)
 
 

@@ -27,13 +27,13 @@ from ansible_collections.sparkops.inference.plugins.module_utils._openai_endpoin
     EndpointError,
     HttpRequest,
     HttpResponse,
+    UnitWatch,
     WaitOutcome,
     ansible_opener,
     check_once,
     describe_failure,
     format_seconds,
     normalise_url,
-    unit_gave_up,
     wait_ready,
 )
 from fake_clock import FakeClock
@@ -779,26 +779,35 @@ def test_a_unit_that_may_still_answer_changes_nothing() -> None:
     assert outcome.as_dict()["gave_up"] is False
 
 
+FAILED = "ActiveState=failed\nSubState=failed\nResult=start-limit-hit\nNRestarts=5"
+RESTARTING = "ActiveState=activating\nSubState=auto-restart\nResult=exit-code\nNRestarts=2"  # after a crash: it may answer
+RUNNING = "ActiveState=active\nSubState=running\nResult=success\nNRestarts=0"
+UNKNOWN = "ActiveState=inactive\nSubState=dead\nResult=success\nNRestarts=0"  # also a unit systemd does not know
+
+
 @pytest.mark.parametrize(
-    ("answer", "why"),
+    ("answer", "why", "state"),
     [
-        ((0, "failed\n", ""), "sparkops-vllm.service failed (ActiveState=failed): systemd gave up starting it, so it will not answer"),
-        ((0, "activating\n", ""), ""),  # restarting after a crash: it may still answer
-        ((0, "active\n", ""), ""),
-        ((0, "inactive\n", ""), ""),  # a unit systemd does not know
-        ((1, "", "System has not been booted with systemd"), ""),
-        ((127, "", "cannot run systemctl"), ""),
+        ((0, FAILED + "\n", ""), "sparkops-vllm.service failed (ActiveState=failed): systemd gave up starting it, so it will not answer", FAILED),
+        ((0, RESTARTING + "\n", ""), "", RESTARTING),
+        ((0, RUNNING + "\n", ""), "", RUNNING),
+        ((0, UNKNOWN + "\n", ""), "", UNKNOWN),
+        ((0, "ActiveState=failedish\n", ""), "", "ActiveState=failedish"),  # a whole line, not a prefix
+        ((1, "", "System has not been booted with systemd"), "", ""),
+        ((127, "", "cannot run systemctl"), "", ""),
     ],
-)
-def test_unit_gave_up_reads_the_units_active_state(answer: tuple[int, str, str], why: str) -> None:
+)  # fmt: skip
+def test_unit_watch_reads_the_units_state_and_says_when_it_gave_up(answer: tuple[int, str, str], why: str, state: str) -> None:
     argvs: list[list[str]] = []
 
     def run(argv: list[str]) -> tuple[int, str, str]:
         argvs.append(argv)
         return answer
 
-    assert unit_gave_up("sparkops-vllm.service", run) == why
-    assert argvs == [["systemctl", "show", "--property", "ActiveState", "--value", "sparkops-vllm.service"]]
+    watch = UnitWatch("sparkops-vllm.service", run)
+    assert watch.state == ""  # nothing read before it is asked
+    assert (watch(), watch.state) == (why, state)
+    assert argvs == [["systemctl", "show", "--property", "ActiveState,SubState,Result,NRestarts", "sparkops-vllm.service"]]
 
 
 def test_check_once_defaults_to_no_deadline() -> None:

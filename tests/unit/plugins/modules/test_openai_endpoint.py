@@ -39,6 +39,7 @@ RESULT_KEYS = {
     "finish_reason",
     "usage",
     "gave_up",
+    "unit_state",
 }
 
 pytestmark = pytest.mark.usefixtures("no_proxy")
@@ -152,7 +153,8 @@ def test_wedged_engine_fails_naming_it(server: FakeVllm, capsys: pytest.CaptureF
 
 def test_a_unit_that_gave_up_fails_at_once_naming_it(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """systemctl says the unit failed on the second look: the module ends there (2 attempts of a 600 s wait)."""
-    states = iter(["activating\n", "failed\n"])
+    activating = "ActiveState=activating\nSubState=auto-restart\nResult=exit-code\nNRestarts=4\n"
+    states = iter([activating, "ActiveState=failed\nSubState=failed\nResult=start-limit-hit\nNRestarts=5\n"])
     argvs: list[list[str]] = []
 
     def run_command(self: t.Any, argv: list[str], **kwargs: t.Any) -> tuple[int, str, str]:
@@ -167,7 +169,8 @@ def test_a_unit_that_gave_up_fails_at_once_naming_it(capsys: pytest.CaptureFixtu
         unstarted.close()
     result = run.result
     assert (result["failed"], result["ready"], result["gave_up"], result["attempts"], result["elapsed"]) == (True, False, True, 2, 1)
-    assert argvs == [["systemctl", "show", "--property", "ActiveState", "--value", "sparkops-vllm.service"]] * 2
+    assert argvs == [["systemctl", "show", "--property", "ActiveState,SubState,Result,NRestarts", "sparkops-vllm.service"]] * 2
+    assert result["unit_state"] == "ActiveState=failed\nSubState=failed\nResult=start-limit-hit\nNRestarts=5"  # the last read
     assert result["msg"] == (
         f"{unstarted.url} not ready after 1 s (2 attempts): health: connection refused; models: not tried; completion: not tried."
         " sparkops-vllm.service failed (ActiveState=failed): systemd gave up starting it, so it will not answer"

@@ -45,15 +45,15 @@ class World:
             self.now = 100.0 + max(self.ready_at, elapsed)
             return {"ready": True, "state": "ready", "url": "http://h:8000"}
         self.now += seconds + 0.2  # a step ends a little after its share
-        return dict(REFUSED)
+        return {**REFUSED, "unit_state": self.unit_state()}
 
-    def unit_state(self) -> str:
+    def unit_state(self) -> str:  # as the probe read it after its last attempt
         if self.failed_at is not None and self.now - 100.0 >= self.failed_at:
             return FAILED
         return self.unit
 
     def run(self, timeout: int, report_every: int) -> t.Any:
-        return wait(WaitSettings(timeout, report_every), self.probe, self.unit_state, host="spark-head", clock=self.clock, say=self.said.append)
+        return wait(WaitSettings(timeout, report_every), self.probe, host="spark-head", clock=self.clock, say=self.said.append)
 
 
 def test_ready_at_once_says_nothing() -> None:
@@ -105,7 +105,7 @@ def test_a_failing_probe_ends_the_wait_at_once() -> None:
     def probe(seconds: int) -> dict[str, t.Any]:
         return {"failed": True, "msg": "bad url"}
 
-    outcome = wait(WaitSettings(900, 30), probe, lambda: pytest.fail("no unit read"), host="h", clock=lambda: 1.0, say=said.append)
+    outcome = wait(WaitSettings(900, 30), probe, host="h", clock=lambda: 1.0, say=said.append)
     assert (outcome.ended_by, outcome.endpoint, said) == (PROBE_FAILED, {"failed": True, "msg": "bad url"}, [])
 
 
