@@ -6,9 +6,9 @@
 The ray_cluster wheelhouse and the vllm_serve gate's code were packed at fixed paths in /tmp on the controller
 (``/tmp/sparkops-vllm-gate-lib.tar``): another user of the controller could make that file first, writable by the
 run, and change it between the pack and the copy; the gate runs as root on every node. And ``unarchive`` kept the
-archive's modes. Read from the roles' own files: every path a role's variables or controller tasks name lies in a
-folder made for the run (``ansible.builtin.tempfile``), never under a shared temporary folder, and every ``unarchive``
-sets owner, group and mode.
+archive's modes. Read from the roles' own files: no role's variables or controller tasks name a shared temporary
+folder, every ``unarchive`` sets owner, group and mode, and the packing is the copy_packed action's (it packs in a
+folder made for the run: tests/unit/plugins/action/test_copy_packed.py).
 """
 
 from __future__ import annotations
@@ -73,21 +73,16 @@ def test_every_unarchive_sets_owner_group_and_mode(role: Path) -> None:
     assert missing == []
 
 
-def test_the_archives_are_packed_in_a_folder_made_for_the_run() -> None:
-    """The pack and the unpack (the common role's copy_packed, the one place that packs) name the archive inside the
-    folder a tempfile task made on the controller for this run."""
+def test_the_archives_are_packed_by_the_copy_packed_action() -> None:
+    """The common role's copy_packed, the one place that packs, is one task of the sparkops.inference.copy_packed action,
+    which packs in a folder made for the run (tests/unit/plugins/action/test_copy_packed.py) and sets owner, group and
+    mode; it is given no path of the controller's to pack into."""
     steps = [task for where, task in tasks(REPO / "roles" / "common") if where.endswith("copy_packed.yml")]
-    made = [task for task in steps if task.get("register") == "__common_pack_dir"]
-    assert len(made) == 1 and module_args(made[0], "tempfile") == {"state": "directory", "prefix": "{{ common_pack_prefix }}"}
-    assert made[0].get("delegate_to") == "localhost" and made[0].get("become") is False
-    packs = [task for task in steps if "tar" in str((module_args(task, "command") or {}).get("argv", ""))]
-    unpacks = [module_args(task, "unarchive") for task in steps if module_args(task, "unarchive") is not None]
-    assert len(packs) == 1 and "__common_pack_dir.path ~ '/files.tar'" in packs[0]["ansible.builtin.command"]["argv"]
-    assert len(unpacks) == 1 and unpacks[0]["src"] == "{{ __common_pack_dir.path }}/files.tar"
+    assert [sorted(task["sparkops.inference.copy_packed"]) for task in steps] == [["dest", "files", "prefix", "src"]]
 
 
 @pytest.mark.parametrize("role", [role for role in ROLES if role.name != "common"], ids=lambda role: role.name)
 def test_the_roles_pack_only_through_the_common_role(role: Path) -> None:
-    """No role packs an archive of its own: tar on the controller is the common role's copy_packed."""
+    """No role packs an archive of its own: packing on the controller is the common role's copy_packed."""
     own = [f"{where}: {task.get('name')}" for where, task in tasks(role) if "'tar'" in str((module_args(task, "command") or {}).get("argv", ""))]
     assert own == []
