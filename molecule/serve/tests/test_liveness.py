@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.scenario import Api, host_time, journal, node, unit_property, wait_until  # noqa: E402
+from sparklab.scenario import Api, host_time, journal, node, role_var, unit_property, wait_until  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 API = Api.from_env()
 UNIT = "sparkops-vllm.service"
-STATE = "/var/lib/sparkops/vllm-liveness.json"  # the probe's state: its failures, restarts, the invocation it saw serve
+STATE = role_var("vllm_serve", "__vllm_serve_liveness_state")  # the probe's state: failures, restarts, the invocation it saw serve
 RESET: list[str] = []  # when the head fixture reset the probe's state: its decisions since then
 
 

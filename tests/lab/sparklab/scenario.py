@@ -13,6 +13,8 @@ import typing as t
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 PROJECT = Path(__file__).resolve().parents[3]
 
 
@@ -41,6 +43,16 @@ def playbook(path: str, *args: str, command: str = "ansible-playbook", env: dict
         check=False,
         env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(PROJECT / ".collections"), "ANSIBLE_FORCE_COLOR": "0", **(env or {})},
     )
+
+
+def role_var(role: str, name: str) -> t.Any:
+    """A role's variable as the role writes it (its vars/main.yml, else its defaults/main.yml): the tests read the
+    paths the role installs from it instead of copying them."""
+    for folder in ("vars", "defaults"):
+        values = yaml.safe_load((PROJECT / "roles" / role / folder / "main.yml").read_text()) or {}
+        if name in values:
+            return values[name]
+    raise KeyError(f"roles/{role}: no variable {name} in vars/main.yml or defaults/main.yml")
 
 
 def recap(run: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
