@@ -75,4 +75,3 @@ class ActionModule(ActionBase):
         result["changed"] = bool(unpacked.get("changed") or folder.get("changed"))
         result["files"] = names
         return result
-

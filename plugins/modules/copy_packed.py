@@ -28,7 +28,7 @@ attributes:
   check_mode:
     support: full
     details:
-      - Nothing is written on the node; RV(changed) says whether the folder would be made or a file would change.
+      - Nothing is written on the node; the task reports a change when the folder would be made or a file would change.
   diff_mode:
     support: none
   idempotent:
