@@ -47,7 +47,7 @@ class ActionModule(ActionBase):
             task_vars=task_vars,
         )
         if folder.get("failed"):
-            return {**result, "failed": True, "changed": False, "msg": f"{NAME}: cannot make {dest}: {folder.get('msg', '')}"}
+            return {**result, "failed": True, "changed": False, "dest": dest, "msg": f"{NAME}: cannot make {dest}: {folder.get('msg', '')}"}
         if self._task.check_mode and folder.get("changed"):
             # nothing to compare against: every file would be new
             return {**result, "changed": True, "dest": dest, "msg": f"{dest} would be made and the files unpacked into it"}
@@ -72,6 +72,5 @@ class ActionModule(ActionBase):
             shutil.rmtree(private, ignore_errors=True)
         unpacked.pop("invocation", None)
         result.update(unpacked)
-        result["changed"] = bool(unpacked.get("changed") or folder.get("changed"))
-        result["files"] = names
+        result.update(changed=bool(unpacked.get("changed") or folder.get("changed")), dest=dest, files=names)
         return result

@@ -83,7 +83,7 @@ def test_the_folder_then_one_archive_sent_and_unpacked_root_owned_0644(src: Path
     (private,) = node.private
     assert private.parent == tmp_path / "local" and private.name.startswith("sparkops-test-")  # Ansible's local temporary folder
     assert not private.exists()  # removed after the unpack
-    assert (result["changed"], result["files"], result["extract_results"]) == (True, ["_a.py", "_b.py"], {"rc": 0})
+    assert (result["changed"], result["files"], result["dest"], result["extract_results"]) == (True, ["_a.py", "_b.py"], "/opt/x", {"rc": 0})
     assert "invocation" not in result
     assert node.removed == [REMOTE_TMP]  # the node's temporary folder too
 
@@ -115,7 +115,7 @@ def test_check_mode_with_the_folder_asks_unarchive_which_runs_in_check_mode(src:
 def test_a_folder_that_cannot_be_made_fails_naming_it(src: Path) -> None:
     node = Node(folder={"failed": True, "msg": "Permission denied"})
     result = make_action({"src": str(src), "files": ["_a.py"], "dest": "/opt/x"}, node).run(task_vars={})
-    assert (result["failed"], result["msg"]) == (True, "sparkops.inference.copy_packed: cannot make /opt/x: Permission denied")
+    assert (result["failed"], result["dest"], result["msg"]) == (True, "/opt/x", "sparkops.inference.copy_packed: cannot make /opt/x: Permission denied")
     assert node.sent == []
 
 
