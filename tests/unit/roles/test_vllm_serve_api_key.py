@@ -276,9 +276,11 @@ def test_status_and_benchmark_send_the_key_the_head_keeps(tmp_path: Path, finder
 
 def test_the_role_chooses_the_key_before_anything_changes_and_its_teardown_removes_it() -> None:
     """tasks/main.yml imports api_key.yml right after the settings checks (the memory guard's among them; before the
-    install and the units, so that a refusal changes nothing); the teardown removes the head's key (the controller's
-    copy stays, as Ray's token's)."""
-    tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    install and the units, so that a refusal changes nothing; the checks and the key share a block, under every tag of
+    the role); the teardown removes the head's key (the controller's copy stays, as Ray's token's)."""
+    top = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    assert top[0]["tags"] == ["vllm_serve_install", "vllm_serve_configure", "vllm_serve_run"], top[0]
+    tasks = [*top[0]["block"], *top[1:]]
     assert tasks[0].get("ansible.builtin.import_tasks") == "settings_check.yml" and "ansible.builtin.assert" in tasks[1], tasks[:2]
     imports = [task.get("ansible.builtin.import_tasks") for task in tasks[2:5]]
     assert imports == ["memory_guard_check.yml", "api_key.yml", "install_venv.yml"], tasks[:5]
