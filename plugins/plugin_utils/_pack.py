@@ -28,8 +28,8 @@ def member_names(src: Path, files: t.Iterable[str]) -> list[str]:
     if not names:
         raise PackError(f"files is empty: nothing to copy from {src}")
     for name in names:
-        parts = PurePosixPath(name).parts
-        if not name or PurePosixPath(name).is_absolute() or ".." in parts:
+        relative = PurePosixPath(name)
+        if not name or relative.is_absolute() or ".." in relative.parts:
             raise PackError(f"files: {name!r} is not a path inside {src} (relative, without '..')")
         path = src / name
         if not path.is_file():

@@ -64,15 +64,12 @@ def progress_line(host: str, waited: float, unit_state: str, endpoint: t.Mapping
     )
 
 
-def unit_failed(unit_state: str) -> bool:
-    return "ActiveState=failed" in unit_state.splitlines()
-
-
 def wait(
     settings: WaitSettings, probe: Probe, *, host: str, clock: t.Callable[[], float], say: t.Callable[[str], None]
 ) -> WaitResult:
     """Ask until ready, the unit failed, the time is up or the probe failed; ``say`` each progress line. The unit's
-    state is the step's ``unit_state`` (``systemctl show`` lines, one ``Name=value`` each; "" without a unit)."""
+    state is the step's ``unit_state`` (``systemctl show`` lines, one ``Name=value`` each; "" without a unit); whether
+    it failed for good is the probe's own verdict (``gave_up``), not read again here."""
     start = clock()
     reports: list[str] = []
     state = ""
@@ -87,7 +84,7 @@ def wait(
         line = progress_line(host, waited, state, endpoint)
         reports.append(line)
         say(line)
-        if unit_failed(state):
+        if endpoint.get("gave_up"):
             return WaitResult(endpoint, UNIT_FAILED, waited, state, reports)
         if waited >= settings.timeout:
             return WaitResult(endpoint, TIMEOUT, waited, state, reports)

@@ -36,6 +36,7 @@ def make_action(args: dict[str, t.Any], answers: list[dict[str, t.Any]], unit: s
         answer = dict(answers.pop(0))
         if not answer.get("failed"):  # as the probe answers: the unit's state after its last attempt not ready
             answer["unit_state"] = unit if module_args.get("unit") and not answer["ready"] else ""
+            answer["gave_up"] = "ActiveState=failed" in answer["unit_state"].splitlines()
         return answer
 
     action._execute_module = execute_module  # type: ignore[method-assign]

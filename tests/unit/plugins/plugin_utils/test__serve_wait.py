@@ -45,7 +45,8 @@ class World:
             self.now = 100.0 + max(self.ready_at, elapsed)
             return {"ready": True, "state": "ready", "url": "http://h:8000"}
         self.now += seconds + 0.2  # a step ends a little after its share
-        return {**REFUSED, "unit_state": self.unit_state()}
+        state = self.unit_state()
+        return {**REFUSED, "unit_state": state, "gave_up": state == FAILED}  # as the probe decides (UnitWatch)
 
     def unit_state(self) -> str:  # as the probe read it after its last attempt
         if self.failed_at is not None and self.now - 100.0 >= self.failed_at:
