@@ -16,10 +16,13 @@ description:
     that refuse the run, each naming the variable and its value, and notes to show.
   - "Everywhere: C(vllm_serve_runtime=docker) with C(vllm_serve_backend=ray) is refused (vLLM in its own container
     cannot attach to the Ray container's raylet); the docker runtime needs a pinned image; the mp backend needs vLLM
-    0.11.1 or later; with the venv runtime C(vllm_serve_version) is one exact release."
+    0.11.1 or later; with the venv runtime C(vllm_serve_version) is one exact release, and with
+    C(vllm_serve_backend=ray) one up to 0.34.0, the newest whose Ray executor the check knows (from PyPI or any
+    index)."
   - "On aarch64 (a DGX Spark: GB10, sm_121, CUDA 13) with the venv runtime and PyPI: releases before 0.12.0 and 0.21.0
     have no aarch64 wheel, and 0.12.0 to 0.19.x pull PyPI's CPU-only aarch64 torch, so they are refused; 0.20.0 and
-    later run (torch cu130) with a note that the wheels carry sm_120 kernels and none for sm_121. With a custom index
+    later run (torch cu130) with a note that the wheels carry sm_120 kernels and none for sm_121 (checked up to
+    0.34.0; a newer release gets a second note). With a custom index
     (C(vllm_serve_pip_index_url), or C(--index-url), C(--extra-index-url), C(--find-links) or C(--no-index) in
     C(vllm_serve_pip_extra_args)) nothing is refused for the source; a note says what it must hold."
   - Any other architecture is not a Spark (the lab is x86_64 with vLLM's CPU build) and gets only the checks that hold

@@ -16,6 +16,10 @@ Everywhere:
 * The docker runtime needs an image pinned by tag or digest.
 * ``vllm_serve_backend: mp`` needs vLLM 0.11.1 or later: 0.11.0 has no ``--nnodes``.
 * With the venv runtime, ``vllm_serve_version`` is one exact release (the role installs ``vllm==<version>``).
+* With the venv runtime, ``vllm_serve_backend: ray`` with a release newer than `NEWEST_CHECKED` (0.34.0) is refused,
+  wherever the wheel comes from. This check knows vLLM's Ray executor only up to 0.34.0: 0.34.0 removed the legacy
+  compiled-graph executor, and ``RayExecutorV2`` subclasses ``MultiprocExecutor`` (0.30.0 on). The mp backend with a
+  newer release is not refused (on a Spark, from PyPI, it gets a note).
 
 On a Spark, with the venv runtime, PyPI decides (`AARCH64_PYPI`):
 
@@ -27,9 +31,12 @@ vllm_serve_version  PyPI's aarch64 wheel                                        
 0.12.0 - 0.19.x     pins ``torch`` 2.9.0 - 2.10.0; PyPI's aarch64 torch before 2.11 is     refused
                     a CPU-only build, so vLLM finds no GPU
 0.21.0              none                                                                   refused
->= 0.20.0           pins ``torch`` >= 2.11.0, a CUDA 13 (``+cu130``) build on PyPI.        runs, with
-                    Kernels are built for sm_120, none for sm_121. The GB10 runs the       a note
-                    plain and family sm_120 kernels, not arch-specific sm_120a ones.
+>= 0.20.0           pins ``torch`` >= 2.11.0, a CUDA 13 (``+cu130``) build on PyPI         runs, with
+                    (0.30.0 to 0.32.0: ``torch==2.13.0``; 0.33.0 and 0.34.0:               a note
+                    ``torch==2.14.0``). Kernels are built for sm_120, none for sm_121.
+                    The GB10 runs the plain and family sm_120 kernels, not arch-specific
+                    sm_120a ones. Known up to 0.34.0 (`NEWEST_CHECKED`); a newer
+                    release gets a second note.
 ==================  =====================================================================  =========
 
 With a custom source (``vllm_serve_pip_index_url``, or ``--index-url``, ``--extra-index-url``, ``--find-links`` or
@@ -40,11 +47,14 @@ With the docker runtime the image decides. NVIDIA's ``nvcr.io/nvidia/vllm:<YY.MM
 GB10, and `NGC_VLLM` maps the releases whose notes were read to their vLLM version. ``vllm/vllm-openai:v<X.Y.Z>``
 names its version. Any other image is unknown: a note says what it must hold.
 
-Sources: the wheels' METADATA (``Requires-Dist: torch==``) and PyPI's aarch64 file list; ``torch/version.py`` and
-the arch list of PyPI's aarch64 torch 2.10.0 (``+cpu``) and 2.11.0/2.13.0 (``+cu130``, ``sm_80 ... sm_120``); a
-fatbin scan of vLLM 0.30.0's ``_C_stable_libtorch.abi3.so`` (sm_120 ELF, no sm_121, PTX only up to sm_90);
+Sources: the wheels' METADATA (``Requires-Dist: torch==``; no ``ray`` in ``Requires-Dist`` of 0.30.0 to 0.34.0) and
+PyPI's aarch64 file list (``manylinux_2_28_aarch64`` abi3 wheels up to 0.34.0, read 2026-12-05); ``torch/version.py``
+and the arch list of PyPI's aarch64 torch 2.10.0 (``+cpu``) and 2.11.0/2.13.0 (``+cu130``, ``sm_80 ... sm_120``); a
+fatbin scan of vLLM 0.30.0's and 0.34.0's ``_C_stable_libtorch.abi3.so`` (sm_120 ELF, no sm_121, PTX only up to
+sm_90); ``vllm/v1/executor/ray_executor_v2.py`` (0.30.0) and ``vllm/v1/executor/abstract.py`` (0.34.0);
 vllm-project/vllm#36835 and #52708; NVIDIA's vLLM release notes (docs.nvidia.com/deeplearning/frameworks/
-vllm-release-notes/rel-YY-MM.html). roles/vllm_serve/README.md, "Which vLLM on a DGX Spark", has the links.
+vllm-release-notes/rel-YY-MM.html), NVIDIA/dgx-spark-playbooks#82 (26.02) and gyliu513/langX101#409 (26.08).
+roles/vllm_serve/README.md, "Which vLLM on a DGX Spark", has the links.
 """
 
 from __future__ import annotations
@@ -73,8 +83,10 @@ ROLE_DEFAULTS: dict[str, str] = {
 
 # vLLM's multi-node mp mode (--nnodes/--node-rank/--master-addr, --headless on ranks > 0).
 MP_FIRST: Release = (0, 11, 1)
-# The newest release this table was checked against.
-NEWEST_CHECKED: Release = (0, 33, 0)
+# The newest release this table was checked against (PyPI's aarch64 wheels of 0.30.0 to 0.34.0: torch==2.13.0 up to
+# 0.32.0, torch==2.14.0 from 0.33.0). It is also the newest release whose Ray executor this check knows: a newer one
+# with vllm_serve_backend ray is refused.
+NEWEST_CHECKED: Release = (0, 34, 0)
 
 
 @dataclass(frozen=True)
@@ -111,11 +123,14 @@ AARCH64_PYPI_MISSING: frozenset[Release] = frozenset({(0, 21, 0)})
 
 # NVIDIA's vLLM images (nvcr.io/nvidia/vllm:<release>-py3): the vLLM version each release's notes list.
 NGC_REPOSITORY = "nvcr.io/nvidia/vllm"
+# 26.02 from NVIDIA/dgx-spark-playbooks#82 and 26.08 from gyliu513/langX101#409; the others from NVIDIA's notes.
 NGC_VLLM: dict[str, str] = {
     "25.10": "0.10.2",
     "26.01": "0.11.1",
+    "26.02": "0.15.1",
     "26.03": "0.17.1",
     "26.05": "0.20.1",
+    "26.08": "0.27.1",
     "26.10": "0.31.0",
 }
 UPSTREAM_REPOSITORY = "vllm/vllm-openai"
@@ -331,5 +346,15 @@ def check(settings: Settings, architecture: str) -> Verdict:
         verdict.problems.append(
             f"{named} with vllm_serve_backend mp: vLLM's multi-node mp mode (--nnodes, --node-rank, --master-addr) exists only "
             f"since {show(MP_FIRST)}; use {fix}"
+        )
+    # Wherever the wheel comes from (PyPI or a custom index): the question is the Ray executor, not the source.
+    # The docker runtime is refused with Ray above.
+    if settings.runtime == "venv" and settings.backend == "ray" and release is not None and release > NEWEST_CHECKED:
+        newest = show(NEWEST_CHECKED)
+        verdict.problems.append(
+            f"vllm_serve_version {settings.version} with vllm_serve_backend ray: this check knows vLLM's Ray executor only up "
+            f"to {newest} ({newest} removed the legacy compiled-graph executor; RayExecutorV2 subclasses MultiprocExecutor), "
+            f"so a newer release may not run it; use vllm_serve_backend mp (vLLM's own multi-node mode), or a release up "
+            f"to {newest}"
         )
     return verdict

@@ -42,6 +42,8 @@ def test_preflight_passes_the_role_defaults(inventory: Path) -> None:
     [
         (["-e", "vllm_serve_version=0.11.0", "-e", "vllm_serve_backend=mp"], ["vllm_serve_version 0.11.0 with vllm_serve_backend mp", "since 0.11.1"]),
         (["-e", "vllm_serve_version=latest"], ["vllm_serve_version must be one exact vLLM release", "'latest'"]),
+        # vllm_serve_backend ray is the role's default.
+        (["-e", "vllm_serve_version=0.35.0"], ["vllm_serve_version 0.35.0 with vllm_serve_backend ray", "up to 0.34.0", "vllm_serve_backend mp"]),
         (
             ["-e", "vllm_serve_runtime=docker", "-e", "vllm_serve_image=nvcr.io/nvidia/vllm:26.10-py3"],
             ["vllm_serve_runtime docker with vllm_serve_backend ray is not supported"],

@@ -24,6 +24,12 @@ def test_a_spark_with_a_cpu_torch_release_is_refused() -> None:
     assert result["spark"] is True and len(result["problems"]) == 1 and result["problems"][0].startswith("vllm_serve_version 0.15.1 ")
 
 
+def test_ray_with_a_release_newer_than_the_table_is_refused_on_any_host() -> None:
+    result = vllm_support({"vllm_serve_version": "0.35.0"}, "x86_64")
+    assert len(result["problems"]) == 1 and result["problems"][0].startswith("vllm_serve_version 0.35.0 with vllm_serve_backend ray: ")
+    assert vllm_support({"vllm_serve_version": "0.35.0", "vllm_serve_backend": "mp"}, "x86_64")["problems"] == []
+
+
 @pytest.mark.parametrize(
     ("settings", "architecture"),
     [

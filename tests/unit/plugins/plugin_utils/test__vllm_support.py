@@ -13,6 +13,7 @@ import yaml
 from ansible_collections.sparkops.inference.plugins.plugin_utils._vllm_support import (
     AARCH64_PYPI,
     AARCH64_PYPI_MISSING,
+    NEWEST_CHECKED,
     NGC_VLLM,
     ROLE_DEFAULTS,
     Settings,
@@ -73,7 +74,9 @@ AARCH64_PYPI_CASES = [
     ("0.20.0", False, ["vllm_serve_version 0.20.0", "sm_120", "sm_121"]),
     ("0.21.0", True, ["vllm_serve_version 0.21.0", "no aarch64 wheel of vLLM 0.21.0"]),
     ("0.30.0", False, ["vllm_serve_version 0.30.0", "sm_120", "no kernel image"]),
+    ("0.31.0", False, ["vllm_serve_version 0.31.0", "sm_121"]),
     ("0.33.0", False, ["sm_121"]),
+    ("0.34.0", False, ["vllm_serve_version 0.34.0", "sm_121"]),  # the newest checked: one note, Ray not refused
 ]
 
 
@@ -88,9 +91,44 @@ def test_aarch64_from_pypi(version: str, refused: bool, words: list[str]) -> Non
         assert "vllm_serve_pip_index_url" in messages[0] and "docker" in messages[0]  # the ways out
 
 
-def test_aarch64_newer_than_the_table_runs_with_a_second_note() -> None:
-    result = verdict(version="0.40.0")
-    assert result["problems"] == [] and len(result["notes"]) == 2 and "newer than the newest release" in result["notes"][1]
+@pytest.mark.parametrize("version", ["0.34.1", "0.35.0", "0.40.0"])
+def test_aarch64_newer_than_the_table_runs_with_a_second_note_with_mp(version: str) -> None:
+    result = verdict(version=version, backend="mp")
+    assert result["problems"] == [] and len(result["notes"]) == 2
+    assert result["notes"][1] == (
+        f"vllm_serve_version {version} is newer than the newest release this check knows (0.34.0); it is taken to install like 0.20.0 and later"
+    )
+
+
+RAY_TOO_NEW = (
+    "vllm_serve_version {version} with vllm_serve_backend ray: this check knows vLLM's Ray executor only up to 0.34.0 "
+    "(0.34.0 removed the legacy compiled-graph executor; RayExecutorV2 subclasses MultiprocExecutor), so a newer release "
+    "may not run it; use vllm_serve_backend mp (vLLM's own multi-node mode), or a release up to 0.34.0"
+)
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+@pytest.mark.parametrize("version", ["0.34.1", "0.35.0", "1.0.0"])
+@pytest.mark.parametrize(
+    "source",
+    [{}, {"pip_index_url": "https://wheels.example/simple"}, {"pip_extra_args": "--no-index --find-links /srv/wheels"}],
+)
+def test_ray_with_a_release_newer_than_the_table_is_refused_everywhere_from_any_source(arch: str, version: str, source: dict[str, str]) -> None:
+    result = verdict(arch, version=version, backend="ray", **source)
+    assert result["problems"] == [RAY_TOO_NEW.format(version=version)], result["problems"]
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+@pytest.mark.parametrize("custom", [{}, {"pip_index_url": "https://wheels.example/simple"}])
+def test_ray_up_to_the_newest_checked_release_is_not_refused(arch: str, custom: dict[str, str]) -> None:
+    assert verdict(arch, version=".".join(map(str, NEWEST_CHECKED)), backend="ray", **custom)["problems"] == []
+    assert verdict(arch, version="0.35.0", backend="mp", **custom)["problems"] == []
+
+
+def test_docker_with_ray_and_a_newer_image_is_refused_once_for_the_runtime() -> None:
+    problems = verdict("x86_64", runtime="docker", backend="ray", image="vllm/vllm-openai:v0.35.0")["problems"]
+    assert len(problems) == 1 and problems[0].startswith("vllm_serve_runtime docker with vllm_serve_backend ray is not supported")
+    assert verdict("x86_64", runtime="docker", backend="mp", image="vllm/vllm-openai:v0.35.0")["problems"] == []
 
 
 def test_the_role_default_runs_on_a_spark_and_in_the_lab() -> None:
@@ -205,6 +243,8 @@ def test_docker_needs_a_pinned_image(image: str) -> None:
     [
         ("nvcr.io/nvidia/vllm:26.05-py3", "0.20.1"),
         ("nvcr.io/nvidia/vllm:26.05.post1-py3", "0.20.1"),
+        ("nvcr.io/nvidia/vllm:26.02-py3", "0.15.1"),
+        ("nvcr.io/nvidia/vllm:26.08-py3@sha256:abc", "0.27.1"),
         ("nvcr.io/nvidia/vllm:26.10-py3@sha256:abc", "0.31.0"),
         ("nvcr.io/nvidia/vllm:99.01-py3", None),
         ("nvcr.io/nvidia/vllm@sha256:abc", None),
