@@ -165,11 +165,11 @@ def parse_cuda_version(table: str) -> str | None:
 def gpu_info(
     run: Runner, nvidia_smi: str | None, proc_root: Path, containers: list[Container] | None, notes: list[str]
 ) -> tuple[dict[str, t.Any], list[dict[str, t.Any]]]:
-    """The ``gpu`` section (driver, CUDA, names, count) and the compact GPU processes, from nvidia-smi.
+    """The ``gpu`` section (driver, CUDA, names, count, compute capabilities) and the compact GPU processes, from nvidia-smi.
 
     Without nvidia-smi, or when it fails: driver, CUDA and count None, no names, no processes, and a note.
     """
-    unknown: dict[str, t.Any] = {"driver": None, "cuda": None, "names": [], "count": None}
+    unknown: dict[str, t.Any] = {"driver": None, "cuda": None, "names": [], "count": None, "compute_caps": []}
     if nvidia_smi is None:
         notes.append("gpu: nvidia-smi not found (no NVIDIA driver?): driver, CUDA and GPUs not reported")
         return unknown, []
@@ -183,7 +183,13 @@ def gpu_info(
         notes.append(f"gpu: {exc}")
         return unknown, []
     drivers = list(dict.fromkeys(gpu.driver_version for gpu in gpus if gpu.driver_version))
-    section: dict[str, t.Any] = {"driver": drivers[0] if drivers else None, "cuda": None, "names": [gpu.name for gpu in gpus], "count": len(gpus)}
+    section: dict[str, t.Any] = {
+        "driver": drivers[0] if drivers else None,
+        "cuda": None,
+        "names": [gpu.name for gpu in gpus],
+        "count": len(gpus),
+        "compute_caps": list(dict.fromkeys(gpu.compute_cap for gpu in gpus if gpu.compute_cap)),
+    }
     rc, out, err = run([nvidia_smi])
     if rc == 0:
         section["cuda"] = parse_cuda_version(out)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass
 
-GPU_FIELDS = ("index", "name", "uuid", "pci.bus_id", "driver_version", "memory.total", "memory.used", "memory.free")
+GPU_FIELDS = ("index", "name", "uuid", "pci.bus_id", "driver_version", "compute_cap", "memory.total", "memory.used", "memory.free")
 APP_FIELDS = ("pid", "gpu_uuid", "used_memory", "process_name")
 CSV_FORMAT = "csv,nounits"
 _ALIASES = {"used_gpu_memory": "used_memory"}
@@ -39,6 +39,8 @@ class Gpu:
     memory_total_mib: int | None
     memory_used_mib: int | None
     memory_free_mib: int | None
+    # The CUDA compute capability (``12.1`` on a GB10, ``9.0`` on an H200); None where the output has no such field.
+    compute_cap: str | None = None
 
     @property
     def unified(self) -> bool:
@@ -55,6 +57,7 @@ class Gpu:
             "memory_total_mib": self.memory_total_mib,
             "memory_used_mib": self.memory_used_mib,
             "memory_free_mib": self.memory_free_mib,
+            "compute_cap": self.compute_cap,
             "unified_memory": self.unified,
         }
 
@@ -147,6 +150,7 @@ def parse_gpus(text: str) -> list[Gpu]:
                 memory_total_mib=_mib(_field(row, "memory.total", "gpu"), line),
                 memory_used_mib=_mib(row.get("memory.used", "[N/A]"), line),
                 memory_free_mib=_mib(row.get("memory.free", "[N/A]"), line),
+                compute_cap=_value(row.get("compute_cap", "[N/A]")),
             )
         )
     return gpus

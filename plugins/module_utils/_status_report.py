@@ -134,6 +134,42 @@ def _versions(value: t.Any, host: str) -> dict[str, str | None] | None:
     return {component: _str(versions.get(component)) for component in COMPONENTS}
 
 
+def _workaround_rows(value: t.Any) -> list[dict[str, t.Any]]:
+    rows = []
+    for row in value if isinstance(value, list) else []:
+        if isinstance(row, t.Mapping):
+            raw_env = row.get("env")
+            env: t.Mapping[t.Any, t.Any] = raw_env if isinstance(raw_env, t.Mapping) else {}
+            rows.append(
+                {
+                    "name": _str(row.get("name")),
+                    "env": {str(name): str(val) for name, val in env.items()},
+                    "why": _str(row.get("why")),
+                    "sources": [str(source) for source in row.get("sources") or [] if isinstance(source, str)],
+                    "because": _str(row.get("because")),
+                }
+            )
+    return rows
+
+
+def _kernel_workarounds(value: t.Any, host: str) -> tuple[dict[str, t.Any] | None, list[str]]:
+    """The vllm_serve role's record of the GB10 workarounds (its file's content, base64 as slurp returns it, or null
+    when absent) as (what was applied and skipped, and why; None when absent or unreadable), with a note when unreadable."""
+    record, problem = _file_json(value, f"nodes.{host}.kernel_workarounds")
+    if problem is not None:
+        return None, [f"the GB10 workarounds record could not be read: {problem}"]
+    if record is None:
+        return None, []
+    if not isinstance(record, t.Mapping):
+        return None, [f"the GB10 workarounds record is not a JSON object but {_json_type(record)}"]
+    return {
+        "model": _str(record.get("model")),
+        "note": _str(record.get("note")),
+        "applied": _workaround_rows(record.get("applied")),
+        "skipped": _workaround_rows(record.get("skipped")),
+    }, []
+
+
 def check_nodes(nodes: t.Mapping[str, t.Any]) -> tuple[dict[str, dict[str, t.Any]], list[dict[str, t.Any]]]:
     """The nodes, sorted by name, and every node's health events; raises naming the host and key when one is malformed."""
     if not nodes:
@@ -147,6 +183,7 @@ def check_nodes(nodes: t.Mapping[str, t.Any]) -> tuple[dict[str, dict[str, t.Any
         if role is not None and role not in ROLES:
             raise StatusReportError(f"nodes.{name}.role must be one of {', '.join(ROLES)} (or null when unknown), not {role!r}")
         units, node_events, unit_notes = _units(node.get("units"), name)
+        workarounds, workaround_notes = _kernel_workarounds(node.get("kernel_workarounds"), name)
         events += node_events
         checked[name] = {
             "role": role,
@@ -155,7 +192,8 @@ def check_nodes(nodes: t.Mapping[str, t.Any]) -> tuple[dict[str, dict[str, t.Any
             "versions": _versions(node.get("versions"), name),
             "units": units,
             "model": _model(node.get("model"), name),
-            "notes": unit_notes + _strings(node.get("errors"), f"nodes.{name}.errors"),
+            "kernel_workarounds": workarounds,
+            "notes": unit_notes + workaround_notes + _strings(node.get("errors"), f"nodes.{name}.errors"),
         }
     return checked, events
 
@@ -800,8 +838,28 @@ def headline(document: t.Mapping[str, t.Any]) -> list[str]:
     return [f"- Endpoint: {serving}", f"- Liveness: {liveness}", f"- Units: {unit_text}", f"- Model: {model_text}", f"- Ray: {ray_text}"]
 
 
+def _workaround_text(row: t.Mapping[str, t.Any]) -> str:
+    env = ", ".join(f"`{name}={value}`" for name, value in row["env"].items()) or MISSING
+    sources = f" ({', '.join(row['sources'])})" if row["sources"] else ""
+    return f"{_cell(row['name'])}: {env}: {_cell(row['why'])}{sources}"
+
+
+def workaround_lines(nodes: t.Mapping[str, t.Mapping[str, t.Any]], hosts: list[str]) -> list[str]:
+    """Each node's GB10 workarounds (the vllm_serve role's record): applied and skipped, and why."""
+    lines: list[str] = []
+    for host in hosts:
+        record = nodes[host].get("kernel_workarounds")
+        if record is None:
+            continue
+        lines.append(f"- {host}: {_cell(record['note'])}")
+        lines += [f"  - applied {_workaround_text(row)}" for row in record["applied"]]
+        lines += [f"  - skipped ({_cell(row['because'])}) {_workaround_text(row)}" for row in record["skipped"]]
+    return lines or ["No record (vLLM not deployed by this collection's vllm_serve role, or before it kept one)."]
+
+
 def render_markdown(document: t.Mapping[str, t.Any]) -> str:
-    """The human report: summary, nodes, versions, units, Ray, model, endpoint, liveness probe, health events, notes."""
+    """The human report: summary, nodes, versions, units, Ray, model, engine workarounds, endpoint, liveness probe, health
+    events, notes."""
     nodes: t.Mapping[str, t.Mapping[str, t.Any]] = document["nodes"]
     hosts = ordered_hosts(nodes)
     heads = [host for host in hosts if nodes[host]["role"] == "head"]
@@ -830,6 +888,7 @@ def render_markdown(document: t.Mapping[str, t.Any]) -> str:
         lines += [f"### {host}", "", *unit_lines(nodes[host], now), ""]
     lines += ["## Ray cluster", "", *ray_lines(document["ray"]), ""]
     lines += ["## Model", "", *model_lines(document, hosts), ""]
+    lines += ["## Engine workarounds (GB10)", "", *workaround_lines(nodes, hosts), ""]
     lines += ["## Endpoint", "", *endpoint_lines(document["endpoint"]), ""]
     lines += ["## Liveness probe", "", *liveness_lines(document.get("liveness"), now), ""]
     lines += ["## Last health events", "", "Newest first.", "", *event_lines(document["health_events"]), ""]

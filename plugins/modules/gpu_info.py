@@ -118,6 +118,10 @@ gpus:
     memory_free_mib:
       description: Free memory in MiB; null on unified memory.
       type: int
+    compute_cap:
+      description: The CUDA compute capability; null where nvidia-smi cannot report it.
+      type: str
+      sample: "12.1"
     unified_memory:
       description: Whether the driver reports no memory size for this GPU.
       type: bool

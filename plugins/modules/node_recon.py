@@ -181,6 +181,11 @@ recon:
           description: The number of GPUs; null without nvidia-smi.
           type: int
           sample: 1
+        compute_caps:
+          description: The GPUs' CUDA compute capabilities, each once (C(12.1) on a GB10); empty without nvidia-smi.
+          type: list
+          elements: str
+          sample: ["12.1"]
     fabric:
       description: The netdev that holds O(fabric_ip).
       type: dict

@@ -51,8 +51,10 @@ options:
         RV(sparkops.inference.node_recon#module:recon.versions) it returned, or null); C(units) (the result of
         M(sparkops.inference.unit_status): C(units), C(health_events) and C(notes); null when not read);
         C(model) (C(commit), C(complete), C(checked_at), C(mode) and C(problems) of
-        M(sparkops.inference.hf_snapshot), or null when not checked); C(errors) (a list of strings, what could not
-        be read on the node and why)."
+        M(sparkops.inference.hf_snapshot), or null when not checked); C(kernel_workarounds) (the content of the
+        vllm_serve role's record C(/etc/sparkops/vllm-kernel-workarounds.json), base64 as M(ansible.builtin.slurp)
+        returns it, or null when absent: the GB10 workarounds applied and skipped, and why); C(errors) (a list of
+        strings, what could not be read on the node and why)."
       - A missing key is null; a node that is null has every key null.
     type: dict
     required: true

@@ -80,13 +80,14 @@ def write_inventory(path: Path, subnet: ipaddress.IPv4Network, head: dict[str, t
     )
 
 
-def play_head(inventory: Path, playbook: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``playbook`` on spark-head of ``inventory`` (``args`` added to the command line), in the inventory's folder."""
+def play_head(inventory: Path, playbook: Path, *args: str, env: t.Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``playbook`` on spark-head of ``inventory`` (``args`` added to the command line), in the inventory's folder;
+    ``env``: more environment variables (they win over this process's)."""
     return subprocess.run(
         [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), "--limit", "spark-head", *args],
         capture_output=True,
         text=True,
         check=False,
-        env=ENV,
+        env={**ENV, **(env or {})},
         cwd=inventory.parent,
     )

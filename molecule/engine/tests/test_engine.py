@@ -147,6 +147,17 @@ def test_secrets_only_in_the_0600_file() -> None:
         assert API_KEY not in host.file(f"/etc/systemd/system/{UNIT}.service").content_string
 
 
+def test_every_rank_records_its_gb10_workarounds() -> None:
+    """The lab's nvidia-smi says 12.1 (a GB10), and its model is not quantized: no workaround, recorded on every rank's
+    node, and none in the running engine's environment."""
+    for name in (HEAD, WORKER):
+        host = node(name)
+        record = json.loads(host.file("/etc/sparkops/vllm-kernel-workarounds.json").content_string)
+        assert record["note"] == "none needed: the model is not quantized" and record["env"] == {}, (name, record)
+        environ = host.check_output(f"cat /proc/{main_pid(name)}/environ | tr '\\0' '\\n'")
+        assert "HF_HUB_OFFLINE=1" in environ and "VLLM_DISABLED_KERNELS" not in environ, name
+
+
 def test_rank_0s_engine_killed_serving_again_with_no_ansible_run() -> None:
     """SIGKILL of rank 0's EngineCore: vLLM exits 0 (vllm#48966); Restart=always and the group bring it back."""
     head = node(HEAD)

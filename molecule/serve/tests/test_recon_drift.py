@@ -100,6 +100,12 @@ def test_status_report_names_every_node_unit_and_the_model_commit() -> None:
     assert status["model"]["commit"] == commit and status["model"]["same_on_every_node"] is True, status["model"]
     endpoint = status["endpoint"]
     assert endpoint["ready"] is True and endpoint["sample"] and endpoint["latency_s"] > 0, endpoint
+    # The GB10 workarounds: the lab's nvidia-smi says 12.1 (a GB10) and its model is not quantized, so none; recorded
+    # where the engine's unit runs (the head, in Ray mode).
+    workarounds = status["nodes"][HEAD]["kernel_workarounds"]
+    assert workarounds["note"] == "none needed: the model is not quantized" and workarounds["applied"] == [], workarounds
+    assert workarounds["model"] == "sparkops-lab/tiny-moe" and status["nodes"][WORKER]["kernel_workarounds"] is None
     markdown = (REPORTS / "status.md").read_text()
+    assert f"- {HEAD}: none needed: the model is not quantized" in markdown
     assert all(name in markdown for name in (HEAD, WORKER, "sparkops-vllm.service", "sparkops-ray-worker.service", commit[:12]))
     assert os.environ.get("SERVE_LAB_API_KEY", "unset") not in markdown + json.dumps(status)

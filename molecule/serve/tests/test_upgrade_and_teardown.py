@@ -22,7 +22,12 @@ WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
 MODEL_DIR = "/var/lib/sparkops/huggingface/hub/models--sparkops-lab--tiny-moe"
 FOREIGN = "sparkops-dashboard"  # a unit named like ours that the collection did not install
 INSTALLED = {
-    HEAD: ["/etc/systemd/system/sparkops-ray-head.service", "/etc/systemd/system/sparkops-vllm.service", "/opt/sparkops/ray/bin/python"],
+    HEAD: [
+        "/etc/systemd/system/sparkops-ray-head.service",
+        "/etc/systemd/system/sparkops-vllm.service",
+        "/etc/sparkops/vllm-kernel-workarounds.json",
+        "/opt/sparkops/ray/bin/python",
+    ],
     WORKER: ["/etc/systemd/system/sparkops-ray-worker.service", "/opt/sparkops/ray/bin/python"],
 }
 

@@ -187,7 +187,7 @@ def test_gpu_gb10(gb10_proc: Path) -> None:
     run, calls = runner(GB10_ANSWERS)
     notes: list[str] = []
     section, processes = gpu_info(run, NVSMI, gb10_proc, [JUPYTER], notes)
-    assert section == {"driver": "580.95.05", "cuda": "13.0", "names": ["NVIDIA GB10"], "count": 1}
+    assert section == {"driver": "580.95.05", "cuda": "13.0", "names": ["NVIDIA GB10"], "count": 1, "compute_caps": ["12.1"]}
     assert notes == []
     assert calls == [[NVSMI, *query_args("gpu")], [NVSMI], [NVSMI, *query_args("compute-apps")]]
     assert processes == [
@@ -202,7 +202,7 @@ def test_gpu_without_nvidia_smi(gb10_proc: Path) -> None:
     run, calls = runner({})
     notes: list[str] = []
     section, processes = gpu_info(run, None, gb10_proc, None, notes)
-    assert section == {"driver": None, "cuda": None, "names": [], "count": None}
+    assert section == {"driver": None, "cuda": None, "names": [], "count": None, "compute_caps": []}
     assert (processes, calls) == ([], [])
     assert notes == ["gpu: nvidia-smi not found (no NVIDIA driver?): driver, CUDA and GPUs not reported"]
 
@@ -221,7 +221,7 @@ def test_gpu_table_and_apps_fail_keep_the_gpu(gb10_proc: Path) -> None:
     run, _calls = runner(answers)
     notes: list[str] = []
     section, processes = gpu_info(run, NVSMI, gb10_proc, None, notes)
-    assert section == {"driver": "580.95.05", "cuda": None, "names": ["NVIDIA GB10"], "count": 1}
+    assert section == {"driver": "580.95.05", "cuda": None, "names": ["NVIDIA GB10"], "count": 1, "compute_caps": ["12.1"]}
     assert processes == []
     assert notes == [
         f"gpu: {NVSMI} failed (rc 1), CUDA version not reported: boom",
@@ -569,7 +569,7 @@ def test_recon_bare_host(tmp_path: Path) -> None:
     sources = Sources(tmp_path / "proc", tmp_path / "sys", tmp_path / "os-release")
     result = recon(options, sources, run, Host(machine="x86_64", kernel="6.8.0", python="3.11.9"))
     assert calls == []
-    assert result["gpu"] == {"driver": None, "cuda": None, "names": [], "count": None}
+    assert result["gpu"] == {"driver": None, "cuda": None, "names": [], "count": None, "compute_caps": []}
     assert result["fabric"]["interface"] is None
     assert result["versions"] == {"kernel": "6.8.0", "driver": None, "cuda": None, "nccl": None, "python": "3.11.9", "ray": None, "vllm": None}
     assert result["inference"] == {"enabled_units": [], "containers": []}

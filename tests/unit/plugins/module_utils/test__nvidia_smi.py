@@ -30,6 +30,7 @@ H200 = Gpu(
     memory_total_mib=143771,
     memory_used_mib=0,
     memory_free_mib=143156,
+    compute_cap="9.0",
 )
 APPS_HEADER = "pid, process_name, used_gpu_memory [MiB], gpu_uuid, gpu_bus_id\n"
 
@@ -51,6 +52,7 @@ def test_h200_gpu_is_not_unified() -> None:
         "memory_total_mib": 143771,
         "memory_used_mib": 0,
         "memory_free_mib": 143156,
+        "compute_cap": "9.0",
         "unified_memory": False,
     }
 
@@ -59,6 +61,7 @@ def test_gb10_memory_not_available_is_none_and_unified() -> None:
     (gpu,) = parse_gpus(fixture_text("gb10_query_gpu_csv.txt"))
     assert (gpu.index, gpu.name, gpu.uuid, gpu.bus_id, gpu.driver_version) == (0, "NVIDIA GB10", GB10_UUID, "0000000F:01:00.0", "580.95.05")
     assert (gpu.memory_total_mib, gpu.memory_used_mib, gpu.memory_free_mib) == (None, None, None)
+    assert gpu.compute_cap == "12.1"
     assert gpu.unified is True
     assert gpu.as_dict()["unified_memory"] is True
 
@@ -68,6 +71,11 @@ def test_not_supported_is_none() -> None:
     (gpu,) = parse_gpus(text)
     assert (gpu.memory_total_mib, gpu.memory_used_mib, gpu.memory_free_mib) == (None, 12, None)
     assert (gpu.uuid, gpu.bus_id, gpu.driver_version) == ("", "", "")
+    assert gpu.compute_cap is None  # no compute_cap field in that output
+
+
+def test_query_asks_for_the_compute_capability() -> None:
+    assert "compute_cap" in query_args("gpu")[0].split("=", 1)[1].split(",")
 
 
 def test_h200_busy_app() -> None:
@@ -157,7 +165,7 @@ def test_too_many_fields_without_process_name_is_an_error() -> None:
 
 def test_query_args() -> None:
     assert query_args("gpu") == [
-        "--query-gpu=index,name,uuid,pci.bus_id,driver_version,memory.total,memory.used,memory.free",
+        "--query-gpu=index,name,uuid,pci.bus_id,driver_version,compute_cap,memory.total,memory.used,memory.free",
         "--format=csv,nounits",
     ]
     assert query_args("compute-apps") == ["--query-compute-apps=pid,gpu_uuid,used_memory,process_name", "--format=csv,nounits"]

@@ -32,6 +32,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._status_report 
     render_markdown,
 )
 from ansible_collections.sparkops.inference.plugins.modules import status_report
+from ansible_collections.sparkops.inference.plugins.plugin_utils._kernel_workarounds import apply, choose
 
 NOON = 1769860800
 HEAD_COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -187,6 +188,7 @@ def test_a_node_with_nothing_read() -> None:
         "versions": None,
         "units": None,
         "model": None,
+        "kernel_workarounds": None,
         "notes": [],
     }
     assert doc["nodes"]["spark-worker3"]["notes"] == ["unreachable: ssh: connect to host 10.0.0.14 port 22: No route to host"]
@@ -273,6 +275,51 @@ def test_markdown() -> None:
     assert "Sample (finish_reason length, 16 completion token(s)):" in markdown
     assert "| x | spark-head | sparkops-ray-head.service | warning | raylet \\| low memory |" in markdown
     assert "- spark-head: journalctl failed (rc 1): nope" in markdown
+
+
+def workaround_record(skip: t.Sequence[str] = ()) -> str:
+    """The vllm_serve role's record as its task writes it (the apply filter's result and the model), base64 as slurp reads it."""
+    config = {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+    choice = choose("Qwen/Qwen3.5-122B-A10B-FP8", config, {"spark-head": ["12.1"]}, "0.32.0").as_dict()
+    record = {**apply(choice, True, list(skip), {}).as_dict(), "model": "Qwen/Qwen3.5-122B-A10B-FP8"}
+    return b64(json.dumps(record, sort_keys=True, indent=4).encode())
+
+
+def test_the_gb10_workarounds_applied_on_each_node_and_why() -> None:
+    with_record = nodes()
+    with_record["spark-head"]["kernel_workarounds"] = workaround_record(skip=["deep_gemm_fp8"])
+    doc = document(nodes=with_record)
+    head = doc["nodes"]["spark-head"]["kernel_workarounds"]
+    assert head["note"] == "1 applied, 1 skipped" and head["model"] == "Qwen/Qwen3.5-122B-A10B-FP8"
+    assert [(row["name"], row["env"]) for row in head["applied"]] == [("cutlass_fp8_block_scaled", {"VLLM_DISABLED_KERNELS": "CutlassFp8BlockScaledMMKernel"})]
+    assert doc["nodes"]["spark-worker1"]["kernel_workarounds"] is None  # no record there
+    markdown = render_markdown(doc)
+    section = markdown.split("## Engine workarounds (GB10)\n\n", 1)[1].split("\n\n## ", 1)[0]
+    lines = section.splitlines()
+    assert lines[0] == "- spark-head: 1 applied, 1 skipped"
+    assert lines[1].startswith("  - applied cutlass_fp8_block_scaled: `VLLM_DISABLED_KERNELS=CutlassFp8BlockScaledMMKernel`: vLLM's CUTLASS")
+    assert "https://github.com/vllm-project/vllm/issues/43367" in lines[1]
+    assert lines[2].startswith("  - skipped (named in vllm_serve_kernel_workarounds_skip) deep_gemm_fp8: `VLLM_USE_DEEP_GEMM=0`")
+    assert len(lines) == 3
+
+
+def test_no_workaround_record_anywhere_says_so() -> None:
+    markdown = render_markdown(document())
+    assert "## Engine workarounds (GB10)\n\nNo record (vLLM not deployed" in markdown
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [(b"{not json", "could not be read: not JSON"), (b"[1]", "is not a JSON object but an array"), (None, "could not be read: not base64")],
+)
+def test_an_unreadable_workaround_record_is_a_note(content: bytes | None, why: str) -> None:
+    broken = nodes()
+    broken["spark-worker1"]["kernel_workarounds"] = "%%%" if content is None else b64(content)
+    doc = document(nodes=broken)
+    assert doc["nodes"]["spark-worker1"]["kernel_workarounds"] is None
+    assert [note for note in doc["nodes"]["spark-worker1"]["notes"] if "GB10 workarounds record" in note] == [
+        next(note for note in doc["nodes"]["spark-worker1"]["notes"] if why in note)
+    ]
 
 
 def test_markdown_not_ready() -> None:

@@ -88,7 +88,7 @@ def test_gb10_head(host: dict[str, t.Any], tmp_path: Path, capsys: pytest.Captur
     recon = result["recon"]
     assert recon["os"] == {"id": "ubuntu", "version_id": "24.04", "pretty_name": "Ubuntu 24.04.3 LTS"}
     assert (recon["architecture"], recon["kernel"]) == (platform.machine(), platform.release())
-    assert recon["gpu"] == {"driver": "580.95.05", "cuda": "13.0", "names": ["NVIDIA GB10"], "count": 1}
+    assert recon["gpu"] == {"driver": "580.95.05", "cuda": "13.0", "names": ["NVIDIA GB10"], "count": 1, "compute_caps": ["12.1"]}
     fabric = recon["fabric"]
     assert (fabric["ip"], fabric["interface"], fabric["state"], fabric["speed_mbps"], fabric["mtu"]) == (FABRIC_IP, "enp1s0f1np1", "up", 200000, 9000)
     assert [(d["name"], d["state"]) for d in fabric["rdma_devices"]] == [("rocep1s0f1", "ACTIVE"), ("roceP2p1s0f1", "ACTIVE")]
@@ -128,7 +128,7 @@ def test_missing_nvidia_smi_and_docker(host: dict[str, t.Any], capsys: pytest.Ca
     result, run_command = run_module(host, capsys, bins)
     assert not result.get("failed"), result
     recon = result["recon"]
-    assert recon["gpu"] == {"driver": None, "cuda": None, "names": [], "count": None}
+    assert recon["gpu"] == {"driver": None, "cuda": None, "names": [], "count": None, "compute_caps": []}
     assert (recon["versions"]["driver"], recon["versions"]["cuda"]) == (None, None)
     assert (recon["memory"]["gpu_processes"], recon["inference"]["containers"]) == ([], [])
     assert "gpu: nvidia-smi not found (no NVIDIA driver?): driver, CUDA and GPUs not reported" in recon["notes"]
