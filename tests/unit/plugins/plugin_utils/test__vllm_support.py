@@ -133,7 +133,7 @@ def test_docker_with_ray_and_a_newer_image_is_refused_once_for_the_runtime() -> 
 
 def test_the_role_default_runs_on_a_spark_and_in_the_lab() -> None:
     assert verdict()["problems"] == [] and len(verdict()["notes"]) == 1
-    assert verdict("x86_64") == {"spark": False, "vllm_version": "0.30.0", "source": "PyPI", "problems": [], "notes": []}
+    assert verdict("x86_64") == {"spark": False, "vllm_version": "0.32.0", "source": "PyPI", "problems": [], "notes": []}
 
 
 @pytest.mark.parametrize(
@@ -184,7 +184,7 @@ def test_mp_needs_0_11_1(arch: str, version: str) -> None:
 @pytest.mark.parametrize("version", ["latest", ">=0.30.0", "", "0.30.0 --pre"])
 def test_a_version_that_is_not_one_release_is_refused(version: str) -> None:
     assert verdict("x86_64", version=version)["problems"] == [
-        f"vllm_serve_version must be one exact vLLM release like 0.30.0 (the role installs vllm==<version>), got {version!r}"
+        f"vllm_serve_version must be one exact vLLM release like 0.32.0 (the role installs vllm==<version>), got {version!r}"
     ]
 
 
