@@ -9,7 +9,9 @@ import typing as t
 
 from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contract import (
+    BACKEND_VAR,
     CLUSTER_VARS,
+    DEFAULT_BACKEND,
     FABRIC_IP_VAR,
     HEAD_GROUP,
     RAY_EXTRA_ARGS_VAR,
@@ -54,6 +56,13 @@ class ActionModule(ActionBase):
                 detail = ", ".join(f"{host}={value!r}" for host, value in seen.items())
                 problems.append(f"cluster variable {name} must be the same on every host, it differs: {detail}")
             cluster[name] = next(iter(seen.values()), task_vars.get(name))
+        # The backend: one for the cluster (ray_cluster and vllm_serve both follow it); a host that leaves it unset
+        # takes the default there.
+        backends = {host: host_var(host, BACKEND_VAR) for host in hosts}
+        if len({DEFAULT_BACKEND if value is None else value for value in backends.values()}) > 1:
+            detail = ", ".join(f"{host}={value!r}" + (" (the default)" if value is None else "") for host, value in backends.items())
+            problems.append(f"{BACKEND_VAR} must be the same on every host, it differs: {detail}")
+        cluster[BACKEND_VAR] = next(iter(backends.values()), task_vars.get(BACKEND_VAR))
         # The roles' ports as the inventory sets them (no role has run: their defaults are not in hostvars). Each must
         # be the same on every host: a worker reaches the head's GCS and rendezvous at its own value of the port.
         ports: dict[str, t.Any] = {}

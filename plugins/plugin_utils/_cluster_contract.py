@@ -47,6 +47,13 @@ _SHARED_PREFIX = "sparkops_"
 # The Ray units' names (ray_cluster writes them; vllm_serve's unit requires the head's; the status playbook reads them):
 # in the plan as ray_units, not variables.
 RAY_UNITS = {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"}
+# How the nodes run vLLM across them, the same on every host (the plan's ``backend``): mp (vLLM's own multi-node mode,
+# the default: no Ray cluster is deployed) or ray (the ray_cluster role forms a Ray cluster that vLLM's Ray executor
+# drives). vllm_serve reads it as its own variable; ray_cluster deploys its units only with ray and removes them
+# otherwise, so both roles follow the one value.
+BACKEND_VAR = "vllm_serve_backend"
+BACKENDS = ("mp", "ray")
+DEFAULT_BACKEND = "mp"
 
 
 def plan_key(name: str) -> str:
@@ -55,10 +62,15 @@ def plan_key(name: str) -> str:
 
 
 def shared_values(given: t.Callable[[str], t.Any]) -> dict[str, t.Any]:
-    """Each shared variable as the plan has it (plan_key to value): ``given(name)``, else (None) its default; and
-    ``ray_units``, the Ray units' names (RAY_UNITS)."""
+    """Each shared variable as the plan has it (plan_key to value): ``given(name)``, else (None) its default;
+    ``ray_units``, the Ray units' names (RAY_UNITS); and ``backend``: ``given(BACKEND_VAR)``, else DEFAULT_BACKEND."""
     values = {name: given(name) for name in SHARED_VARS}
-    return {**{plan_key(name): SHARED_VARS[name] if value is None else value for name, value in values.items()}, "ray_units": dict(RAY_UNITS)}
+    backend = given(BACKEND_VAR)
+    return {
+        **{plan_key(name): SHARED_VARS[name] if value is None else value for name, value in values.items()},
+        "ray_units": dict(RAY_UNITS),
+        "backend": DEFAULT_BACKEND if backend is None else backend,
+    }
 
 
 def _check_shared(values: dict[str, t.Any], problems: list[str]) -> tuple[dict[str, t.Any], dict[str, int | None]]:
@@ -74,6 +86,8 @@ def _check_shared(values: dict[str, t.Any], problems: list[str]) -> tuple[dict[s
                 checked[plan_key(name)] = ports[name]
         elif not isinstance(value, str) or not value.startswith("/") or value.rstrip("/") == "" or any(c in value for c in "\n\r\t"):
             problems.append(f"{name} must be an absolute path below / on one line, got {value!r}")
+    if values["backend"] not in BACKENDS:
+        problems.append(f"{BACKEND_VAR} must be one of {', '.join(BACKENDS)}, got {values['backend']!r}")
     return checked, ports
 
 
@@ -403,8 +417,8 @@ def validate(
     """Check the inventory against the contract and return the plan, or raise ContractError listing every problem.
 
     ``groups`` maps group names to host names, ``fabric_ips`` maps each host in the two groups to its
-    ``sparkops_fabric_ip`` (None when unset) and ``cluster`` holds the cluster variables, CLUSTER_VARS and SHARED_VARS
-    (None or absent when unset; a SHARED_VARS one then takes its default).
+    ``sparkops_fabric_ip`` (None when unset) and ``cluster`` holds the cluster variables, CLUSTER_VARS and SHARED_VARS,
+    and BACKEND_VAR (None or absent when unset; a SHARED_VARS one and BACKEND_VAR then take their defaults).
     ``management`` maps hosts to their management address (``ansible_host``, else the inventory name), ``ports`` holds
     the ROLE_PORT_VARS the inventory sets (None or absent: the role's default) and ``ray_extra_args`` maps hosts to
     their ``ray_cluster_extra_args``.

@@ -74,7 +74,7 @@ BACKENDS = ("ray", "mp")
 # The preflight runs before any role, so the filter fills in what the inventory leaves unset.
 ROLE_DEFAULTS: dict[str, str] = {
     "vllm_serve_runtime": "venv",
-    "vllm_serve_backend": "ray",
+    "vllm_serve_backend": "mp",
     "vllm_serve_version": "0.32.0",
     "vllm_serve_image": "",
     "vllm_serve_pip_index_url": "",

@@ -49,10 +49,12 @@ def record_address_task() -> dict[str, t.Any]:
     return dict(task)
 
 
-def inventory(**hostvars: dict[str, t.Any]) -> dict[str, t.Any]:
+def inventory(backend: str | None = None, **hostvars: dict[str, t.Any]) -> dict[str, t.Any]:
     """The head and both workers; ``hostvars`` by host (``-`` written ``_``). The role's defaults are the group's
-    variables, so that a host's own (ray_cluster_node_ip) wins as over a role's defaults."""
-    return three_nodes(ROLE, {"sparkops_fabric_subnet": SUBNET, "sparkops_gpus_per_node": 1}, **hostvars)
+    variables, so that a host's own (ray_cluster_node_ip) wins as over a role's defaults. ``backend``: the inventory's
+    vllm_serve_backend (the plan's backend; unset: mp, with which the role forms no Ray cluster)."""
+    group_vars = {"sparkops_fabric_subnet": SUBNET, "sparkops_gpus_per_node": 1}
+    return three_nodes(ROLE, group_vars if backend is None else {**group_vars, "vllm_serve_backend": backend}, **hostvars)
 
 
 def render_play(out: Path, hosts: str = "all") -> str:
@@ -318,11 +320,74 @@ def test_the_old_unit_ran_the_injected_directive() -> None:
     assert unit.commands["ExecStartPre"] == [["/bin/sh", "-c", "id"]]
 
 
+ROLE_PLAY = "- name: The ray_cluster role\n  hosts: spark-head\n  gather_facts: false\n  roles:\n    - sparkops.inference.ray_cluster\n"
+
+
 @pytest.mark.parametrize("variable", ["ray_cluster_node_ip", "ray_cluster_head_ip"])
 def test_an_address_that_is_not_ipv4_fails_the_role_first_naming_its_variable(tmp_path: Path, variable: str) -> None:
-    """The role's first task checks each address on its own (one condition each), naming the one that is wrong."""
-    playbook = "- name: The ray_cluster role\n  hosts: spark-head\n  gather_facts: false\n  roles:\n    - sparkops.inference.ray_cluster\n"
-    proc = play(tmp_path, inventory(), playbook, {variable: "192.168.100.300"})
+    """With the Ray backend, the role's first task checks each address on its own (one condition each), naming the one
+    that is wrong."""
+    proc = play(tmp_path, inventory(backend="ray"), ROLE_PLAY, {variable: "192.168.100.300"})
     assert proc.returncode != 0
     assert f'host spark-head: {variable} must be an IPv4 address, got "192.168.100.300"' in proc.stdout, proc.stdout[-3000:]
     assert "install_venv |" not in proc.stdout  # nothing after it ran
+
+
+# ------------------------------------------------------------------------------------------------------ mp backend
+RAY_UNIT_FILES = [Path("/etc/systemd/system") / unit for unit in ("sparkops-ray-head.service", "sparkops-ray-worker.service")]
+
+
+def mp_run(tmp_path: Path, **extra: t.Any) -> tuple[subprocess.CompletedProcess[str], dict[str, Path]]:
+    """The whole role on the head, the backend left to its default (mp), in check mode (the unit paths are systemd's:
+    a real run on a machine with Ray's units would stop them); Ray's token, client environment and temp dir, and the
+    fabric environment the role requires with Ray, all in ``tmp_path`` where nothing is; those paths, by variable."""
+    assert not any(path.exists() for path in RAY_UNIT_FILES), "this test needs a machine without Ray's units"
+    paths = {
+        name: tmp_path / "absent" / leaf
+        for name, leaf in (
+            ("ray_cluster_auth_token_file", "ray-auth-token"),
+            ("ray_cluster_client_env_file", "ray.env"),
+            ("ray_cluster_temp_dir", "tmp"),
+            ("ray_cluster_env_file", "fabric.env"),
+        )
+    }
+    check_mode_play = ROLE_PLAY.replace("  gather_facts: false\n", "  gather_facts: false\n  check_mode: true\n")
+    proc = play(tmp_path, inventory(), check_mode_play, {**{name: str(path) for name, path in paths.items()}, **extra})
+    return proc, paths
+
+
+def ran_tasks(stdout: str) -> list[str]:
+    """The names of the tasks a host ran or failed (a result line other than skipping under their banner)."""
+    ran: list[str] = []
+    task = ""
+    for line in stdout.splitlines():
+        if line.startswith("TASK ["):
+            task = line
+        elif task and line.startswith(("ok:", "changed:", "failed:", "fatal:")) and task not in ran:
+            ran.append(task)
+    return ran
+
+
+def test_with_the_default_backend_the_role_changes_nothing_on_a_node_without_ray_and_ends(tmp_path: Path) -> None:
+    """mp, the default: the role only removes what a Ray deploy left (here nothing) and ends before its checks and
+    requirements: no fabric environment is needed, no address checked, nothing installed."""
+    proc, paths = mp_run(tmp_path)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said[-3000:]
+    assert "host spark-head: no Ray cluster, the backend being mp (vllm_serve_backend); no Ray unit here" in proc.stdout, said[-3000:]
+    recap = next(line for line in proc.stdout.splitlines() if line.startswith("spark-head "))
+    assert " changed=0 " in recap and " failed=0 " in recap, recap
+    # Every task of the Ray path is skipped on the host: none ran (ok, changed) or failed.
+    ran = ran_tasks(proc.stdout)
+    for task in ("Check the node's and the head's Ray addresses", "install_venv |", "units | Require the fabric environment", "auth |"):
+        assert not [name for name in ran if task in name], (task, ran)
+    assert any("remove_cluster | Look for the Ray units" in name for name in ran), ran
+    assert not any(path.exists() for path in paths.values())
+
+
+def test_rays_dashboard_with_the_default_backend_fails_naming_both_variables_before_anything_is_removed(tmp_path: Path) -> None:
+    proc, _ = mp_run(tmp_path, ray_cluster_dashboard=True)
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0, said[-3000:]
+    assert "host spark-head: ray_cluster_dashboard is true but vllm_serve_backend is mp, which runs no Ray cluster" in said, said[-3000:]
+    assert "remove_cluster |" not in said  # refused first

@@ -56,7 +56,7 @@ def render(tmp_path: Path, **extra: t.Any) -> dict[str, str]:
 
 
 def test_ray_mode_probes_the_heads_endpoint_and_may_restart_ray_when_a_node_is_lost(tmp_path: Path) -> None:
-    files = render(tmp_path)
+    files = render(tmp_path, vllm_serve_backend="ray")
     settings = json.loads(files["vllm-liveness.json"])
     assert settings == {
         "url": "http://192.168.100.10:8000",

@@ -72,7 +72,7 @@ def render(tmp_path: Path, **extra: t.Any) -> dict[str, str]:
 
 
 def test_ray_mode_guards_vllm_on_the_head_and_rays_worker_on_a_worker_resuming_where_the_gate_would_start(tmp_path: Path) -> None:
-    files = render(tmp_path)
+    files = render(tmp_path, vllm_serve_backend="ray")
     head, worker = json.loads(files["spark-head.json"]), json.loads(files["spark-worker1.json"])
     assert head["units"] == ["sparkops-vllm.service"] and worker["units"] == ["sparkops-ray-worker.service"]
     gate = math.ceil(mem_total_mib() * 0.8)  # the inventory's sparkops_gpu_memory_utilization x MemTotal

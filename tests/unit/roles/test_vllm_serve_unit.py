@@ -70,6 +70,7 @@ def exec_start(unit: str) -> str:
 def test_ray_mode_venv_on_the_head_only_with_escaped_flags(tmp_path: Path) -> None:
     files = render(
         tmp_path,
+        vllm_serve_backend="ray",
         vllm_serve_reasoning_parser="qwen3",
         vllm_serve_tool_call_parser="qwen3_coder",
         vllm_serve_max_model_len=262144,
@@ -115,6 +116,21 @@ def test_mp_mode_a_unit_per_node_the_workers_headless(tmp_path: Path) -> None:
     assert worker.endswith("--distributed-executor-backend mp --nnodes 2 --node-rank 1 --master-addr 192.168.100.10 --master-port 29501 --headless")
     assert "sparkops-ray-head" not in files["spark-head.service"]
     assert json.loads(files["spark-worker1.json"])["gates"] == ["snapshot", "memory"]
+
+
+def test_mp_mode_fences_the_headless_ranks_to_the_nodes_and_leaves_rank_0_open_for_the_api(tmp_path: Path) -> None:
+    files = render(tmp_path, vllm_serve_backend="mp")
+    head, worker = (systemd_syntax.read(files[f"{host}.service"]) for host in ("spark-head", "spark-worker1"))
+    # The worker's rank serves no API: localhost and each node's fabric address only, everything else denied.
+    assert worker.ip_address_allow() == ["127.0.0.0/8", "192.168.100.10/32", "192.168.100.11/32", "::1/128"]
+    assert sorted(worker.values["IPAddressDeny"]) in (["0.0.0.0/0", "::/0"], ["any"])  # systemd-analyze, or the model
+    # Rank 0 serves the API to clients anywhere: no unit fence (the host firewall fences its other ports).
+    assert "IPAddressAllow" not in head.values and "IPAddressDeny" not in head.values
+    # The docker runtime's container runs outside the unit's cgroup: no fence that would not hold.
+    image = "nvcr.io/nvidia/vllm@sha256:" + "0" * 64
+    (tmp_path / "docker").mkdir()
+    docker = render(tmp_path / "docker", vllm_serve_runtime="docker", vllm_serve_image=image, vllm_serve_backend="mp")
+    assert "IPAddressDeny" not in systemd_syntax.read(docker["spark-worker1.service"]).values
 
 
 def test_docker_runtime_runs_the_pinned_image_in_the_foreground(tmp_path: Path) -> None:
@@ -163,7 +179,8 @@ def test_hostile_values_reach_vllm_as_they_are_ray_mode(tmp_path: Path) -> None:
     """The old quoting (``quote``, then ``%`` and ``$`` doubled) missed that systemd reads C escapes inside single
     quotes: ``\\n`` reached vLLM as a line break, ``\\\\`` as one backslash. The description took ``%h`` as a
     specifier."""
-    unit = systemd_syntax.read(render(tmp_path, vllm_serve_served_model_name=NAME, vllm_serve_extra_args=EXTRA_ARGS)["spark-head.service"], ENV)
+    files = render(tmp_path, vllm_serve_backend="ray", vllm_serve_served_model_name=NAME, vllm_serve_extra_args=EXTRA_ARGS)
+    unit = systemd_syntax.read(files["spark-head.service"], ENV)
     vllm = ["/opt/sparkops/ray/bin/vllm", *VLLM_ARGS, "--distributed-executor-backend", "ray", *EXTRA_ARGS]
     assert unit.commands == {"ExecStartPre": [DROP_CACHES, GATE], "ExecStart": [vllm]}
     assert unit.value("Description") == f"sparkops vLLM serving {NAME} (ray)"

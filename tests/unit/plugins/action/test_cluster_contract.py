@@ -311,3 +311,22 @@ def test_hostile_subnet_and_ports_are_reported_together() -> None:
     assert "sparkops_fabric_subnet 0.0.0.0/0" in problems[0]
     assert any("sparkops_serve_port 22" in p for p in problems)
     assert any("vllm_serve_master_port 6379" in p and "sparkops_ray_port 6379" in p for p in problems)
+
+
+def test_the_backend_is_mp_unless_the_inventory_says_ray() -> None:
+    task_vars = lab_task_vars()
+    result = make_action().run(task_vars=task_vars)
+    assert result["ansible_facts"]["sparkops_cluster"]["backend"] == "mp", result
+    for hostvars in task_vars["hostvars"].values():
+        hostvars["vllm_serve_backend"] = trust_as_template("{{ 'ra' ~ 'y' }}")
+    result = make_action().run(task_vars=task_vars)
+    assert result["ansible_facts"]["sparkops_cluster"]["backend"] == "ray", result
+
+
+def test_a_backend_set_on_one_host_only_must_be_the_default() -> None:
+    task_vars = lab_task_vars()
+    task_vars["hostvars"]["spark-worker1"]["vllm_serve_backend"] = "mp"
+    assert not make_action().run(task_vars=task_vars).get("failed", False)
+    task_vars["hostvars"]["spark-worker1"]["vllm_serve_backend"] = "ray"
+    message = only_problem_of(task_vars)
+    assert message == "vllm_serve_backend must be the same on every host, it differs: spark-head=None (the default), spark-worker1='ray'"

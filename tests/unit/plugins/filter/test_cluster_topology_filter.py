@@ -37,6 +37,7 @@ def test_filter_returns_the_plans_hosts_in_inventory_order_and_their_addresses()
         "ray_port": 6400,
         "hf_home": "/var/lib/sparkops/huggingface",
         "ray_units": {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"},
+        "backend": "mp",
     }
     assert list(got["fabric_ips"]) == got["nodes"]
 
@@ -46,7 +47,7 @@ def test_filter_without_addresses_reads_none() -> None:
     assert cluster_topology(GROUPS, hostvars, addresses=False) == {
         "head": "spark-head", "workers": ["spark-worker2", "spark-worker1"], "nodes": ["spark-head", "spark-worker2", "spark-worker1"],
         "fabric_env_file": "/etc/sparkops/fabric.env", "ray_venv": "/opt/sparkops/ray", "ray_port": 6379, "hf_home": "/var/lib/sparkops/huggingface",
-        "ray_units": {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"},
+        "ray_units": {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"}, "backend": "mp",
     }  # fmt: skip
 
 

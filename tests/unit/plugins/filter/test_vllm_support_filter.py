@@ -25,9 +25,10 @@ def test_a_spark_with_a_cpu_torch_release_is_refused() -> None:
 
 
 def test_ray_with_a_release_newer_than_the_table_is_refused_on_any_host() -> None:
-    result = vllm_support({"vllm_serve_version": "0.35.0"}, "x86_64")
+    result = vllm_support({"vllm_serve_version": "0.35.0", "vllm_serve_backend": "ray"}, "x86_64")
     assert len(result["problems"]) == 1 and result["problems"][0].startswith("vllm_serve_version 0.35.0 with vllm_serve_backend ray: ")
     assert vllm_support({"vllm_serve_version": "0.35.0", "vllm_serve_backend": "mp"}, "x86_64")["problems"] == []
+    assert vllm_support({"vllm_serve_version": "0.35.0"}, "x86_64")["problems"] == []  # mp, the role's default
 
 
 @pytest.mark.parametrize(

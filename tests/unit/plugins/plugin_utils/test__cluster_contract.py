@@ -21,7 +21,7 @@ from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contra
 )
 
 AS_DICT_KEYS = {"head", "workers", "nodes", "fabric_ips", "head_fabric_ip", "fabric_subnet", "world_size"}
-AS_DICT_KEYS |= {"fabric_env_file", "ray_venv", "ray_port", "hf_home", "ray_units"}  # the shared paths and ports
+AS_DICT_KEYS |= {"fabric_env_file", "ray_venv", "ray_port", "hf_home", "ray_units", "backend"}  # the shared paths and ports, the backend
 RAY_UNITS = {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"}
 SHARED_DEFAULTS = {
     "fabric_env_file": "/etc/sparkops/fabric.env",
@@ -29,6 +29,7 @@ SHARED_DEFAULTS = {
     "ray_port": 6379,
     "hf_home": "/var/lib/sparkops/huggingface",
     "ray_units": RAY_UNITS,
+    "backend": "mp",
 }
 
 
@@ -106,7 +107,21 @@ def test_shared_paths_and_ports_from_the_inventory_reach_the_plan() -> None:
         "ray_port": 6400,
         "hf_home": "/data/hf",
         "ray_units": RAY_UNITS,
+        "backend": "mp",
     }
+
+
+@pytest.mark.parametrize("backend", ["mp", "ray"])
+def test_the_inventorys_backend_reaches_the_plan(backend: str) -> None:
+    groups, fabric_ips = make_inventory(2)
+    assert validate(groups, fabric_ips, make_cluster(vllm_serve_backend=backend)).as_dict()["backend"] == backend
+
+
+@pytest.mark.parametrize("value", ["Ray", "uni", "", 1])
+def test_a_backend_vllm_has_no_multi_node_mode_for_is_refused(value: t.Any) -> None:
+    groups, fabric_ips = make_inventory(2)
+    message = only_problem(groups, fabric_ips, make_cluster(vllm_serve_backend=value))
+    assert message == f"vllm_serve_backend must be one of mp, ray, got {value!r}"
 
 
 @pytest.mark.parametrize("name", ["sparkops_fabric_env_file", "sparkops_ray_venv", "sparkops_hf_home"])
@@ -745,10 +760,11 @@ def test_topology_of_a_valid_inventory_is_the_plans() -> None:
 
 def test_topology_reads_the_shared_paths_and_ports_from_the_head() -> None:
     asked: list[tuple[str, str]] = []
-    given = {"sparkops_ray_venv": "/srv/ray", "sparkops_ray_port": 6400}
+    given = {"sparkops_ray_venv": "/srv/ray", "sparkops_ray_port": 6400, "vllm_serve_backend": "ray"}
     got = topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w"]}, None, lambda host, name: asked.append((host, name)) or given.get(name))
-    assert {key: got[key] for key in SHARED_DEFAULTS} == {**SHARED_DEFAULTS, "ray_venv": "/srv/ray", "ray_port": 6400}
-    assert asked == [("h", name) for name in ("sparkops_fabric_env_file", "sparkops_ray_venv", "sparkops_ray_port", "sparkops_hf_home")]
+    assert {key: got[key] for key in SHARED_DEFAULTS} == {**SHARED_DEFAULTS, "ray_venv": "/srv/ray", "ray_port": 6400, "backend": "ray"}
+    names = ("sparkops_fabric_env_file", "sparkops_ray_venv", "sparkops_ray_port", "sparkops_hf_home", "vllm_serve_backend")
+    assert asked == [("h", name) for name in names]
 
 
 def test_topology_keeps_the_inventory_order_of_the_workers_and_drops_repeats() -> None:

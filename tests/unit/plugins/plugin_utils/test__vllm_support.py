@@ -63,7 +63,8 @@ def test_parse_release(version: str, release: tuple[int, int, int] | None) -> No
     assert parse_release(version) == release
 
 
-# aarch64 (a Spark), venv runtime, PyPI: (version, refused, words the one message holds).
+# aarch64 (a Spark), venv runtime, PyPI, the Ray backend (mp adds its own refusal below 0.11.1, test_mp_needs_0_11_1):
+# (version, refused, words the one message holds).
 AARCH64_PYPI_CASES = [
     ("0.10.2", True, ["vllm_serve_version 0.10.2", "no aarch64 wheel"]),
     ("0.11.0", True, ["vllm_serve_version 0.11.0", "no aarch64 wheel"]),
@@ -82,7 +83,7 @@ AARCH64_PYPI_CASES = [
 
 @pytest.mark.parametrize(("version", "refused", "words"), AARCH64_PYPI_CASES)
 def test_aarch64_from_pypi(version: str, refused: bool, words: list[str]) -> None:
-    result = verdict(version=version)
+    result = verdict(version=version, backend="ray")
     assert result["spark"] is True and result["source"] == "PyPI" and result["vllm_version"] == version
     messages = result["problems"] if refused else result["notes"]
     assert len(messages) == 1 and all(word in messages[0] for word in words), messages
@@ -170,7 +171,7 @@ def test_arm_names_are_a_spark(arch: str) -> None:
 
 @pytest.mark.parametrize("version", ["0.9.2", "0.11.0", "0.15.1", "0.21.0"])
 def test_not_a_spark_gets_only_the_generic_checks(version: str) -> None:
-    result = verdict("x86_64", version=version)
+    result = verdict("x86_64", version=version, backend="ray")  # mp refuses a release before 0.11.1 on any host
     assert result["spark"] is False and result["problems"] == [] and result["notes"] == []
 
 
@@ -190,14 +191,14 @@ def test_a_version_that_is_not_one_release_is_refused(version: str) -> None:
 
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
 def test_docker_with_ray_is_refused_everywhere(arch: str) -> None:
-    result = verdict(arch, runtime="docker", image="nvcr.io/nvidia/vllm:26.10-py3")
+    result = verdict(arch, runtime="docker", backend="ray", image="nvcr.io/nvidia/vllm:26.10-py3")
     assert len(result["problems"]) == 1
     assert result["problems"][0].startswith("vllm_serve_runtime docker with vllm_serve_backend ray is not supported")
     assert "raylet" in result["problems"][0] and "vllm_serve_backend mp" in result["problems"][0]
 
 
 def test_docker_with_ray_and_no_image_names_both() -> None:
-    problems = verdict("x86_64", runtime="docker")["problems"]
+    problems = verdict("x86_64", runtime="docker", backend="ray")["problems"]
     assert len(problems) == 2 and "vllm_serve_backend ray" in problems[0] and "vllm_serve_image pinned" in problems[1]
 
 

@@ -1,0 +1,145 @@
+"""The mp backend, the default, on the real engine: no Ray cluster runs beside it; the ranks' rendezvous port (rank 0's
+--master-port) and the rank supervisors' group port answer the nodes only, with the host firewall on: not the
+management network, not a fabric address that is not a node; and a Ray cluster left from the Ray backend (formed here
+with `--tags ray -e vllm_serve_backend=ray`) is stopped, disabled and removed by a rerun on mp, vLLM serving on through
+it, and a second rerun changes nothing.
+
+The lab's host runs cgroup v1, where systemd cannot enforce a unit's IPAddressAllow (molecule/serve/tests/
+test_firewall.py): the host firewall is what the lab can show; the headless ranks' unit fence is checked in
+tests/unit/roles/test_vllm_serve_unit.py."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import typing as t
+from pathlib import Path
+
+sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import node, playbook, recap, tail  # noqa: E402
+
+HEAD = os.environ["ENGINE_LAB_HEAD"]
+WORKER = os.environ["ENGINE_LAB_WORKER"]
+HEAD_IP = os.environ["ENGINE_LAB_HEAD_FABRIC_IP"]
+HEAD_MGMT_IP = os.environ["ENGINE_LAB_HEAD_MGMT_IP"]
+WORKER_IP = os.environ["ENGINE_LAB_WORKER_FABRIC_IP"]
+NOT_A_NODE = os.environ["ENGINE_LAB_NOT_A_NODE_IP"]
+FABRIC_IF = "enp1s0f1np1"
+MASTER_PORT, GROUP_PORT, SERVE_PORT = 29501, 29560, 8000  # the role's defaults (vllm_serve_master_port, _group_port)
+UNIT = "sparkops-vllm"
+RAY_UNITS = ("sparkops-ray-head.service", "sparkops-ray-worker.service")
+CONNECT = textwrap.dedent(
+    """
+    import errno, json, socket, sys
+    source, address, ports = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
+    seen = {}
+    for port in ports:
+        s = socket.socket(); s.settimeout(3); s.bind((source, 0))
+        try:
+            s.connect((address, port)); seen[port] = "open"
+        except OSError as exc:
+            seen[port] = errno.errorcode.get(exc.errno, "timeout") if exc.errno else "timeout"
+        s.close()
+    print(json.dumps(seen))
+    """
+)
+
+
+def connect_from(host: t.Any, source: str, address: str, ports: list[int]) -> dict[int, str]:
+    out = host.check_output(" ".join(["python3 -c %s %s %s", *["%s"] * len(ports)]), CONNECT, source, address, *map(str, ports))
+    return {int(port): state for port, state in json.loads(out).items()}
+
+
+def connect_from_here(address: str, port: int) -> str:
+    s = socket.socket()
+    s.settimeout(3)
+    try:
+        s.connect((address, port))
+        return "open"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, "timeout") if exc.errno else "timeout"
+    finally:
+        s.close()
+
+
+def listening(host: t.Any) -> set[int]:
+    return {int(line.split()[3].rsplit(":", 1)[1]) for line in host.check_output("ss -Hltn").splitlines()}
+
+
+def stranger_on(container: str) -> t.Any:
+    """NOT_A_NODE on the container's fabric interface while the block runs (a host on the fabric that is no node)."""
+
+    class Stranger:
+        def __enter__(self) -> None:
+            subprocess.run(["podman", "exec", container, "ip", "addr", "add", f"{NOT_A_NODE}/32", "dev", FABRIC_IF], check=True)
+
+        def __exit__(self, *exc: object) -> None:
+            subprocess.run(["podman", "exec", container, "ip", "addr", "del", f"{NOT_A_NODE}/32", "dev", FABRIC_IF], check=True)
+
+    return Stranger()
+
+
+def active_since(name: str) -> str:
+    return str(node(name).check_output(f"systemctl show --property ActiveEnterTimestampMonotonic --value {UNIT}"))
+
+
+def ray_units_on(name: str) -> dict[str, bool]:
+    host = node(name)
+    return {unit: host.file(f"/etc/systemd/system/{unit}").exists for unit in RAY_UNITS}
+
+
+def test_no_ray_cluster_runs_beside_the_mp_backend() -> None:
+    for name in (HEAD, WORKER):
+        host = node(name)
+        assert ray_units_on(name) == dict.fromkeys(RAY_UNITS, False), name
+        assert not host.run("pgrep -f 'gcs_server|raylet'").stdout.strip(), name
+        assert not host.file("/etc/sparkops/ray.env").exists, name
+
+
+def test_the_ranks_ports_answer_the_nodes_only() -> None:
+    head, worker = node(HEAD), node(WORKER)
+    # Live: rank 0 listens on the rendezvous and group ports, the worker's rank on its group port.
+    assert {MASTER_PORT, GROUP_PORT} <= listening(head), listening(head)
+    assert GROUP_PORT in listening(worker), listening(worker)
+    # From the management network (this machine), neither of the head's answers; the API and ssh do.
+    seen = {port: connect_from_here(HEAD_MGMT_IP, port) for port in (MASTER_PORT, GROUP_PORT, SERVE_PORT, 22)}
+    assert seen == {MASTER_PORT: "EHOSTUNREACH", GROUP_PORT: "EHOSTUNREACH", SERVE_PORT: "open", 22: "open"}, seen
+    # A node reaches the other's; a fabric address that is not a node reaches neither.
+    with stranger_on(WORKER):
+        from_node = connect_from(worker, WORKER_IP, HEAD_IP, [MASTER_PORT, GROUP_PORT])
+        from_stranger = connect_from(worker, NOT_A_NODE, HEAD_IP, [MASTER_PORT, GROUP_PORT])
+    assert from_node == {MASTER_PORT: "open", GROUP_PORT: "open"}, from_node
+    assert from_stranger == {MASTER_PORT: "EHOSTUNREACH", GROUP_PORT: "EHOSTUNREACH"}, from_stranger
+    with stranger_on(HEAD):
+        from_node = connect_from(head, HEAD_IP, WORKER_IP, [GROUP_PORT])
+        from_stranger = connect_from(head, NOT_A_NODE, WORKER_IP, [GROUP_PORT])
+    assert from_node == {GROUP_PORT: "open"} and from_stranger == {GROUP_PORT: "EHOSTUNREACH"}, (from_node, from_stranger)
+
+
+def test_a_ray_cluster_left_from_the_ray_backend_is_removed_and_vllm_serves_on() -> None:
+    # A cluster on the Ray backend, as a deploy before the switch left it (the Ray units only: vLLM stays in mp).
+    formed = playbook("site.yml", "--tags", "ray", "-e", "vllm_serve_backend=ray")
+    assert formed.returncode == 0, tail(formed)
+    for name in (HEAD, WORKER):
+        assert node(name).check_output(f"systemctl is-active {RAY_UNITS[0] if name == HEAD else RAY_UNITS[1]}") == "active", name
+    since = (active_since(HEAD), active_since(WORKER))
+    # Back on the cluster's backend (mp, the inventory's): the Ray units stopped, disabled and removed; vLLM untouched.
+    switched = playbook("site.yml", "--tags", "ray,serve")
+    assert switched.returncode == 0, tail(switched)
+    assert {host: counts["changed"] > 0 for host, counts in recap(switched).items()} == {HEAD: True, WORKER: True}, recap(switched)
+    assert "stopped, disabled and removed" in switched.stdout, tail(switched)
+    for name in (HEAD, WORKER):
+        host = node(name)
+        assert ray_units_on(name) == dict.fromkeys(RAY_UNITS, False), name
+        assert not host.file("/etc/systemd/system/multi-user.target.wants/sparkops-ray-head.service").exists, name
+        assert not host.file("/etc/systemd/system/multi-user.target.wants/sparkops-ray-worker.service").exists, name
+        assert not host.run("pgrep -f 'gcs_server|raylet'").stdout.strip(), name
+        assert host.file("/opt/sparkops/ray/bin/vllm").exists, name  # the venv stays: vLLM runs from it
+    assert (active_since(HEAD), active_since(WORKER)) == since  # neither rank restarted
+    again = playbook("site.yml", "--tags", "ray,serve")
+    assert again.returncode == 0 and {counts["changed"] for counts in recap(again).values()} == {0}, tail(again)
