@@ -20,7 +20,7 @@ description:
     C(ansible_host) and the roles' port variables as the inventory sets them, else the roles' defaults,
     C(ray_cluster_port) (C(sparkops_ray_port)), C(ray_cluster_dashboard_port) (8265), C(ray_cluster_extra_args),
     C(vllm_serve_port) (C(sparkops_serve_port)), C(vllm_serve_master_port) (29501) and C(vllm_serve_group_port)
-    (29560); and C(vllm_serve_backend), how vLLM runs across the nodes: V(mp) (the default, vLLM's own multi-node
+    (29560); and C(vllm_serve_backend), how vLLM runs across the nodes, V(mp) (the default, vLLM's own multi-node
     mode, no Ray cluster) or V(ray), the same on every host.
   - Fails listing every violation, each naming the variable or the host, so that nothing starts on a
     cluster that cannot work. Checks that fabric IPs are distinct host addresses inside the fabric subnet,

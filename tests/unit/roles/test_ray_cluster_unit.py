@@ -386,7 +386,7 @@ def test_with_the_default_backend_the_role_changes_nothing_on_a_node_without_ray
 
 
 def test_rays_dashboard_with_the_default_backend_fails_naming_both_variables_before_anything_is_removed(tmp_path: Path) -> None:
-    proc, _ = mp_run(tmp_path, ray_cluster_dashboard=True)
+    proc = mp_run(tmp_path, ray_cluster_dashboard=True)[0]
     said = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode != 0, said[-3000:]
     assert "host spark-head: ray_cluster_dashboard is true but vllm_serve_backend is mp, which runs no Ray cluster" in said, said[-3000:]
