@@ -589,6 +589,10 @@ def _gpus(value: t.Any) -> str:
     return str(int(number)) if float(number).is_integer() else str(number)
 
 
+# How playbooks/status.yml says the backend runs no Ray cluster (vllm_serve_backend mp).
+NO_RAY_BACKEND = "not asked: the backend is "
+
+
 def ray_lines(ray: t.Mapping[str, t.Any] | None) -> list[str]:
     if ray is None:
         return ["Not asked."]
@@ -603,7 +607,9 @@ def ray_lines(ray: t.Mapping[str, t.Any] | None) -> list[str]:
         )
     if ray["missing"]:
         paragraphs.append(["Missing (not alive, or too few GPUs): " + ", ".join(_cell(host) for host in ray["missing"]) + "."])
-    if ray["error"]:
+    if ray["error"] and ray["error"].startswith(NO_RAY_BACKEND):
+        paragraphs.append(["N" + _cell(ray["error"])[1:]])  # mp: no Ray cluster to ask, not an error
+    elif ray["error"]:
         paragraphs.append([f"**Error**: {_cell(ray['error'])}"])
     if ray["nodes"]:
         table = ["| IP | Host name | Head | State | GPUs |", "|---|---|---|---|---:|"]

@@ -341,6 +341,14 @@ def test_markdown_not_ready() -> None:
     assert "## Ray cluster\n\n**Error**: not asked: sparkops-ray-head.service is not active on spark-head\n" in markdown
 
 
+def test_markdown_says_no_ray_cluster_with_the_mp_backend_without_calling_it_an_error() -> None:
+    ray = {"address": "192.168.200.11:6379", "error": "not asked: the backend is mp (vllm_serve_backend): no Ray cluster"}
+    markdown = render_markdown(document(ray=ray))
+    assert "- Ray: not asked: the backend is mp (vllm_serve_backend): no Ray cluster" in markdown
+    assert "## Ray cluster\n\nNot asked: the backend is mp (vllm_serve_backend): no Ray cluster\n" in markdown
+    assert "**Error**" not in markdown.split("## Ray cluster")[1].split("##")[0]
+
+
 def test_markdown_ray_error_and_no_units_found() -> None:
     quiet = nodes()
     quiet["spark-worker1"]["units"] = {"units": [], "health_events": [], "notes": ["systemctl list-units failed (rc 1): bus down"]}
