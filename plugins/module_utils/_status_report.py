@@ -608,7 +608,8 @@ def ray_lines(ray: t.Mapping[str, t.Any] | None) -> list[str]:
     if ray["missing"]:
         paragraphs.append(["Missing (not alive, or too few GPUs): " + ", ".join(_cell(host) for host in ray["missing"]) + "."])
     if ray["error"] and ray["error"].startswith(NO_RAY_BACKEND):
-        paragraphs.append(["N" + _cell(ray["error"])[1:]])  # mp: no Ray cluster to ask, not an error
+        said = _cell(ray["error"])
+        paragraphs.append([said[:1].upper() + said[1:]])  # mp: no Ray cluster to ask, not an error
     elif ray["error"]:
         paragraphs.append([f"**Error**: {_cell(ray['error'])}"])
     if ray["nodes"]:

@@ -10,17 +10,13 @@ tests/unit/roles/test_vllm_serve_unit.py."""
 
 from __future__ import annotations
 
-import errno
-import json
 import os
-import socket
-import subprocess
 import sys
-import textwrap
 import typing as t
 from pathlib import Path
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.reach import address_on, connect_from, connect_from_here  # noqa: E402
 from sparklab.scenario import node, playbook, recap, tail  # noqa: E402
 
 HEAD = os.environ["ENGINE_LAB_HEAD"]
@@ -33,55 +29,11 @@ FABRIC_IF = "enp1s0f1np1"
 MASTER_PORT, GROUP_PORT, SERVE_PORT = 29501, 29560, 8000  # the role's defaults (vllm_serve_master_port, _group_port)
 UNIT = "sparkops-vllm"
 RAY_UNITS = ("sparkops-ray-head.service", "sparkops-ray-worker.service")
-CONNECT = textwrap.dedent(
-    """
-    import errno, json, socket, sys
-    source, address, ports = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
-    seen = {}
-    for port in ports:
-        s = socket.socket(); s.settimeout(3); s.bind((source, 0))
-        try:
-            s.connect((address, port)); seen[port] = "open"
-        except OSError as exc:
-            seen[port] = errno.errorcode.get(exc.errno, "timeout") if exc.errno else "timeout"
-        s.close()
-    print(json.dumps(seen))
-    """
-)
-
-
-def connect_from(host: t.Any, source: str, address: str, ports: list[int]) -> dict[int, str]:
-    out = host.check_output(" ".join(["python3 -c %s %s %s", *["%s"] * len(ports)]), CONNECT, source, address, *map(str, ports))
-    return {int(port): state for port, state in json.loads(out).items()}
-
-
-def connect_from_here(address: str, port: int) -> str:
-    s = socket.socket()
-    s.settimeout(3)
-    try:
-        s.connect((address, port))
-        return "open"
-    except OSError as exc:
-        return errno.errorcode.get(exc.errno, "timeout") if exc.errno else "timeout"
-    finally:
-        s.close()
 
 
 def listening(host: t.Any) -> set[int]:
+    """The TCP ports the node listens on (any address)."""
     return {int(line.split()[3].rsplit(":", 1)[1]) for line in host.check_output("ss -Hltn").splitlines()}
-
-
-def stranger_on(container: str) -> t.Any:
-    """NOT_A_NODE on the container's fabric interface while the block runs (a host on the fabric that is no node)."""
-
-    class Stranger:
-        def __enter__(self) -> None:
-            subprocess.run(["podman", "exec", container, "ip", "addr", "add", f"{NOT_A_NODE}/32", "dev", FABRIC_IF], check=True)
-
-        def __exit__(self, *exc: object) -> None:
-            subprocess.run(["podman", "exec", container, "ip", "addr", "del", f"{NOT_A_NODE}/32", "dev", FABRIC_IF], check=True)
-
-    return Stranger()
 
 
 def active_since(name: str) -> str:
@@ -110,12 +62,12 @@ def test_the_ranks_ports_answer_the_nodes_only() -> None:
     seen = {port: connect_from_here(HEAD_MGMT_IP, port) for port in (MASTER_PORT, GROUP_PORT, SERVE_PORT, 22)}
     assert seen == {MASTER_PORT: "EHOSTUNREACH", GROUP_PORT: "EHOSTUNREACH", SERVE_PORT: "open", 22: "open"}, seen
     # A node reaches the other's; a fabric address that is not a node reaches neither.
-    with stranger_on(WORKER):
+    with address_on(WORKER, NOT_A_NODE, FABRIC_IF):
         from_node = connect_from(worker, WORKER_IP, HEAD_IP, [MASTER_PORT, GROUP_PORT])
         from_stranger = connect_from(worker, NOT_A_NODE, HEAD_IP, [MASTER_PORT, GROUP_PORT])
     assert from_node == {MASTER_PORT: "open", GROUP_PORT: "open"}, from_node
     assert from_stranger == {MASTER_PORT: "EHOSTUNREACH", GROUP_PORT: "EHOSTUNREACH"}, from_stranger
-    with stranger_on(HEAD):
+    with address_on(HEAD, NOT_A_NODE, FABRIC_IF):
         from_node = connect_from(head, HEAD_IP, WORKER_IP, [GROUP_PORT])
         from_stranger = connect_from(head, NOT_A_NODE, WORKER_IP, [GROUP_PORT])
     assert from_node == {GROUP_PORT: "open"} and from_stranger == {GROUP_PORT: "EHOSTUNREACH"}, (from_node, from_stranger)

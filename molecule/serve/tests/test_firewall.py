@@ -7,20 +7,17 @@ head's Ray ports answer on its management address (the first test shows what the
 
 from __future__ import annotations
 
-import errno
-import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import textwrap
 import typing as t
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.reach import address_on, connect_from, connect_from_here  # noqa: E402
 from sparklab.scenario import Api, node, playbook, recap  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
@@ -31,38 +28,6 @@ WORKER_IP = os.environ["SERVE_LAB_WORKER_FABRIC_IP"]
 NOT_A_NODE = os.environ["SERVE_LAB_NOT_A_NODE_IP"]
 SERVE_PORT = 8000
 FABRIC_IF = "enp1s0f1np1"
-CONNECT = textwrap.dedent(
-    """
-    import errno, json, socket, sys
-    source, address, ports = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
-    seen = {}
-    for port in ports:
-        s = socket.socket(); s.settimeout(3); s.bind((source, 0))
-        try:
-            s.connect((address, port)); seen[port] = "open"
-        except OSError as exc:
-            seen[port] = errno.errorcode.get(exc.errno, "timeout") if exc.errno else "timeout"
-        s.close()
-    print(json.dumps(seen))
-    """
-)
-
-
-def connect_from_here(address: str, port: int) -> str:
-    s = socket.socket()
-    s.settimeout(3)
-    try:
-        s.connect((address, port))
-        return "open"
-    except OSError as exc:
-        return errno.errorcode.get(exc.errno, "timeout") if exc.errno else "timeout"
-    finally:
-        s.close()
-
-
-def connect_from(node: t.Any, source: str, address: str, ports: list[int]) -> dict[int, str]:
-    out = node.check_output(" ".join(["python3 -c %s %s %s", *["%s"] * len(ports)]), CONNECT, source, address, *map(str, ports))
-    return {int(port): state for port, state in json.loads(out).items()}
 
 
 def ray_ports(node: t.Any) -> list[int]:
@@ -127,12 +92,9 @@ def test_no_ray_port_answers_from_the_management_network(head: t.Any) -> None:
 @pytest.mark.usefixtures("serving")
 def test_a_fabric_address_that_is_not_a_node_reaches_neither_ray_nor_the_api(head: t.Any, worker: t.Any) -> None:
     ports = live_ray_ports(head)
-    subprocess.run(["podman", "exec", WORKER, "ip", "addr", "add", f"{NOT_A_NODE}/32", "dev", FABRIC_IF], check=True)
-    try:
+    with address_on(WORKER, NOT_A_NODE, FABRIC_IF):
         from_node = connect_from(worker, WORKER_IP, HEAD_IP, [*ports, SERVE_PORT])
         from_stranger = connect_from(worker, NOT_A_NODE, HEAD_IP, [*ports, SERVE_PORT, 22])
-    finally:
-        subprocess.run(["podman", "exec", WORKER, "ip", "addr", "del", f"{NOT_A_NODE}/32", "dev", FABRIC_IF], check=True)
     assert set(from_node.values()) == {"open"}, from_node  # the worker, a node, reaches all of them
     assert from_stranger == {**dict.fromkeys([*ports, SERVE_PORT], "EHOSTUNREACH"), 22: "open"}, from_stranger
 
