@@ -4,7 +4,7 @@
 
 First the benches that need no lab (snapshot_verify, relay_throughput, serve_readiness's readiness part), then those
 that bring up a lab of their own and remove it (model_distribution, ray_formation, site_runs), then engine_recovery
-(the Molecule scenario `engine`, about 10 minutes) and keep_serving (the scenario `serve`, about 20), then
+(the Molecule scenario `engine`, about 25 minutes), backends (mp against Ray, from that run's figures) and keep_serving (the scenario `serve`, about 20), then
 serve_readiness's reboot part, which needs a converged lab:
 this script brings up the `make demo` lab (2 nodes, site.yml) for it and removes it after. All together take well
 over an hour on a 2-core machine; --no-lab runs only the first group (a few minutes). --write has each bench that
@@ -43,6 +43,8 @@ BENCHES: tuple[Bench, ...] = (
     Bench("ray_formation", lab="own", writes=False),
     Bench("site_runs", lab="own"),
     Bench("engine_recovery", lab="own"),
+    # mp against Ray from the figures engine_recovery's run of the scenario wrote (no second run).
+    Bench("backends", ("--timings", "tests/output/bench/engine-recovery.json"), lab="own"),
     Bench("keep_serving", lab="own"),
     Bench("serve_readiness", ("--reboot",), lab="demo"),
 )

@@ -1,8 +1,7 @@
 """The mp backend, the default, on the real engine: no Ray cluster runs beside it; the ranks' rendezvous port (rank 0's
 --master-port) and the rank supervisors' group port answer the nodes only, with the host firewall on: not the
-management network, not a fabric address that is not a node; and a Ray cluster left from the Ray backend (formed here
-with `--tags ray -e vllm_serve_backend=ray`) is stopped, disabled and removed by a rerun on mp, vLLM serving on through
-it, and a second rerun changes nothing.
+management network, not a fabric address that is not a node. (The switch to the Ray backend and back, with the real
+engine both ways, is tests/test_engine_ray.py.)
 
 The lab's host runs cgroup v1, where systemd cannot enforce a unit's IPAddressAllow (molecule/serve/tests/
 test_firewall.py): the host firewall is what the lab can show; the headless ranks' unit fence is checked in
@@ -17,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
 from sparklab.reach import address_on, connect_from, connect_from_here  # noqa: E402
-from sparklab.scenario import node, playbook, recap, tail  # noqa: E402
+from sparklab.scenario import node  # noqa: E402
 
 HEAD = os.environ["ENGINE_LAB_HEAD"]
 WORKER = os.environ["ENGINE_LAB_WORKER"]
@@ -27,17 +26,12 @@ WORKER_IP = os.environ["ENGINE_LAB_WORKER_FABRIC_IP"]
 NOT_A_NODE = os.environ["ENGINE_LAB_NOT_A_NODE_IP"]
 FABRIC_IF = "enp1s0f1np1"
 MASTER_PORT, GROUP_PORT, SERVE_PORT = 29501, 29560, 8000  # the role's defaults (vllm_serve_master_port, _group_port)
-UNIT = "sparkops-vllm"
 RAY_UNITS = ("sparkops-ray-head.service", "sparkops-ray-worker.service")
 
 
 def listening(host: t.Any) -> set[int]:
     """The TCP ports the node listens on (any address)."""
     return {int(line.split()[3].rsplit(":", 1)[1]) for line in host.check_output("ss -Hltn").splitlines()}
-
-
-def active_since(name: str) -> str:
-    return str(node(name).check_output(f"systemctl show --property ActiveEnterTimestampMonotonic --value {UNIT}"))
 
 
 def ray_units_on(name: str) -> dict[str, bool]:
@@ -71,27 +65,3 @@ def test_the_ranks_ports_answer_the_nodes_only() -> None:
         from_node = connect_from(head, HEAD_IP, WORKER_IP, [GROUP_PORT])
         from_stranger = connect_from(head, NOT_A_NODE, WORKER_IP, [GROUP_PORT])
     assert from_node == {GROUP_PORT: "open"} and from_stranger == {GROUP_PORT: "EHOSTUNREACH"}, (from_node, from_stranger)
-
-
-def test_a_ray_cluster_left_from_the_ray_backend_is_removed_and_vllm_serves_on() -> None:
-    # A cluster on the Ray backend, as a deploy before the switch left it (the Ray units only: vLLM stays in mp).
-    formed = playbook("site.yml", "--tags", "ray", "-e", "vllm_serve_backend=ray")
-    assert formed.returncode == 0, tail(formed)
-    for name in (HEAD, WORKER):
-        assert node(name).check_output(f"systemctl is-active {RAY_UNITS[0] if name == HEAD else RAY_UNITS[1]}") == "active", name
-    since = (active_since(HEAD), active_since(WORKER))
-    # Back on the cluster's backend (mp, the inventory's): the Ray units stopped, disabled and removed; vLLM untouched.
-    switched = playbook("site.yml", "--tags", "ray,serve")
-    assert switched.returncode == 0, tail(switched)
-    assert {host: counts["changed"] > 0 for host, counts in recap(switched).items()} == {HEAD: True, WORKER: True}, recap(switched)
-    assert "stopped, disabled and removed" in switched.stdout, tail(switched)
-    for name in (HEAD, WORKER):
-        host = node(name)
-        assert ray_units_on(name) == dict.fromkeys(RAY_UNITS, False), name
-        assert not host.file("/etc/systemd/system/multi-user.target.wants/sparkops-ray-head.service").exists, name
-        assert not host.file("/etc/systemd/system/multi-user.target.wants/sparkops-ray-worker.service").exists, name
-        assert not host.run("pgrep -f 'gcs_server|raylet'").stdout.strip(), name
-        assert host.file("/opt/sparkops/ray/bin/vllm").exists, name  # the venv stays: vLLM runs from it
-    assert (active_since(HEAD), active_since(WORKER)) == since  # neither rank restarted
-    again = playbook("site.yml", "--tags", "ray,serve")
-    assert again.returncode == 0 and {counts["changed"] for counts in recap(again).values()} == {0}, tail(again)

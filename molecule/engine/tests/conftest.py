@@ -1,0 +1,28 @@
+"""The engine scenario's fixtures: the liveness probe held off while a load generator runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+import typing as t
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab.scenario import node  # noqa: E402
+
+HEAD = os.environ["ENGINE_LAB_HEAD"]
+
+
+@pytest.fixture
+def no_liveness_probe() -> t.Iterator[None]:
+    """The liveness probe's completions (vllm_serve_liveness) would count in the engine's /metrics beside the measured
+    requests: its timer is stopped while the clients run, and started again after."""
+    head = node(HEAD)
+    head.run_expect([0], "systemctl stop sparkops-vllm-liveness.timer")
+    head.run_expect([0], "while systemctl is-active --quiet sparkops-vllm-liveness.service; do sleep 1; done")
+    try:
+        yield
+    finally:
+        head.run_expect([0], "systemctl start sparkops-vllm-liveness.timer")
