@@ -436,6 +436,16 @@ def model_summary(model: t.Mapping[str, t.Any] | None, nodes: t.Mapping[str, t.M
     }
 
 
+BACKENDS = ("mp", "ray")
+
+
+def check_backend(backend: t.Any) -> str | None:
+    """The cluster's vLLM backend (the cluster plan's): mp, ray, or None (not given)."""
+    if backend is not None and backend not in BACKENDS:
+        raise StatusReportError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return t.cast("str | None", backend)
+
+
 def build_document(
     nodes: t.Mapping[str, t.Any],
     ray: t.Mapping[str, t.Any] | None = None,
@@ -443,16 +453,19 @@ def build_document(
     model: t.Mapping[str, t.Any] | None = None,
     generated_at: str | None = None,
     liveness: t.Mapping[str, t.Any] | None = None,
+    backend: str | None = None,
 ) -> dict[str, t.Any]:
-    """The JSON document (see docs/status.md): schema_version, generated_at, nodes, ray, endpoint, liveness, model,
-    health_events."""
+    """The JSON document (see docs/status.md): schema_version, generated_at, backend, nodes, ray, endpoint, liveness,
+    model, health_events. With the mp backend there is no Ray cluster: ray is null whatever was given."""
+    backend = check_backend(backend)
     checked, events = check_nodes(nodes)
     generated_at = generated_at or utc_now()
     document = {
         "schema_version": SCHEMA_VERSION,
         "generated_at": generated_at,
+        "backend": backend,
         "nodes": checked,
-        "ray": check_ray(ray),
+        "ray": None if backend == "mp" else check_ray(ray),
         "endpoint": check_endpoint(endpoint),
         "liveness": check_liveness(liveness, checked, _epoch(generated_at)),
         "model": model_summary(model, checked),
@@ -589,11 +602,13 @@ def _gpus(value: t.Any) -> str:
     return str(int(number)) if float(number).is_integer() else str(number)
 
 
-# How playbooks/status.yml says the backend runs no Ray cluster (vllm_serve_backend mp).
-NO_RAY_BACKEND = "not asked: the backend is "
+# What the report says of Ray with the mp backend.
+NO_RAY_CLUSTER = "not asked: the backend is mp (vllm_serve_backend), which runs no Ray cluster"
 
 
-def ray_lines(ray: t.Mapping[str, t.Any] | None) -> list[str]:
+def ray_lines(ray: t.Mapping[str, t.Any] | None, backend: str | None = None) -> list[str]:
+    if backend == "mp":
+        return [NO_RAY_CLUSTER[:1].upper() + NO_RAY_CLUSTER[1:] + "."]
     if ray is None:
         return ["Not asked."]
     paragraphs: list[list[str]] = []
@@ -607,10 +622,7 @@ def ray_lines(ray: t.Mapping[str, t.Any] | None) -> list[str]:
         )
     if ray["missing"]:
         paragraphs.append(["Missing (not alive, or too few GPUs): " + ", ".join(_cell(host) for host in ray["missing"]) + "."])
-    if ray["error"] and ray["error"].startswith(NO_RAY_BACKEND):
-        said = _cell(ray["error"])
-        paragraphs.append([said[:1].upper() + said[1:]])  # mp: no Ray cluster to ask, not an error
-    elif ray["error"]:
+    if ray["error"]:
         paragraphs.append([f"**Error**: {_cell(ray['error'])}"])
     if ray["nodes"]:
         table = ["| IP | Host name | Head | State | GPUs |", "|---|---|---|---|---:|"]
@@ -834,7 +846,9 @@ def headline(document: t.Mapping[str, t.Any]) -> list[str]:
     if not model["complete_on_every_node"]:
         model_text += ", **not complete on every node**"
     ray = document["ray"]
-    if ray is None:
+    if document.get("backend") == "mp":
+        ray_text = NO_RAY_CLUSTER
+    elif ray is None:
         ray_text = "not asked"
     elif ray["error"] and not ray["nodes"]:
         error = ray["error"]
@@ -893,7 +907,7 @@ def render_markdown(document: t.Mapping[str, t.Any]) -> str:
     lines += ["", "## Units", ""]
     for host in hosts:
         lines += [f"### {host}", "", *unit_lines(nodes[host], now), ""]
-    lines += ["## Ray cluster", "", *ray_lines(document["ray"]), ""]
+    lines += ["## Ray cluster", "", *ray_lines(document["ray"], document.get("backend")), ""]
     lines += ["## Model", "", *model_lines(document, hosts), ""]
     lines += ["## Engine workarounds (GB10)", "", *workaround_lines(nodes, hosts), ""]
     lines += ["## Endpoint", "", *endpoint_lines(document["endpoint"]), ""]

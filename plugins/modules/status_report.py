@@ -64,7 +64,15 @@ options:
         C(alive_nodes), C(total_gpus), C(nodes) (each C(ip), C(hostname), C(alive), C(state), C(is_head), C(gpus)),
         C(missing) and C(error) (why it could not be asked or did not answer)."
       - Omitted or null, the report says Ray was not asked.
+      - Ignored with O(backend=mp).
     type: dict
+  backend:
+    description:
+      - "The cluster's vLLM backend, the cluster plan's C(backend) (C(vllm_serve_backend)): with V(mp) there is no Ray
+        cluster, and the report says so instead of reporting Ray as not asked."
+      - Omitted or null, the report does not say.
+    type: str
+    choices: [mp, ray]
   endpoint:
     description:
       - "The endpoint's probe (M(sparkops.inference.openai_endpoint)): C(url), C(model), C(ready), C(state),
@@ -191,6 +199,7 @@ def main() -> None:
         argument_spec={
             "nodes": {"type": "dict", "required": True},
             "ray": {"type": "dict"},
+            "backend": {"type": "str", "choices": ["mp", "ray"]},
             "endpoint": {"type": "dict"},
             "liveness": {"type": "dict"},
             "model": {"type": "dict"},
@@ -202,7 +211,7 @@ def main() -> None:
     p = module.params
     try:
         check_basename(p["basename"])
-        document = build_document(p["nodes"], p["ray"], p["endpoint"], p["model"], liveness=p["liveness"])
+        document = build_document(p["nodes"], p["ray"], p["endpoint"], p["model"], liveness=p["liveness"], backend=p["backend"])
     except StatusReportError as exc:
         module.fail_json(msg=str(exc))
     files, result = write_report(module, document, plan)

@@ -1,5 +1,5 @@
 """What the engine scenario's tests share: the head's API answering a completion (what a user gets), waits for it,
-the rank units' properties, the vLLM each venv holds, and the recovery times the tests record."""
+the rank units' properties, and the recovery times the tests record."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ MODEL = os.environ["ENGINE_LAB_MODEL"]
 UNIT = "sparkops-vllm"
 BASE = f"http://{HEAD_MGMT_IP}:8000"
 TIMINGS = Path(os.environ.get("SPARKOPS_JUNIT_DIR", "/tmp")) / "engine-recovery.json"
-VENV_PYTHON = "/opt/sparkops/ray/bin/python"
 
 
 def unit(name: str, prop: str) -> str:
@@ -72,8 +71,3 @@ def record(name: str, seconds: float) -> None:
 
 def main_pid(name: str) -> int:
     return int(unit(name, "MainPID"))
-
-
-def installed(name: str) -> str:
-    """The vLLM the node's venv holds, as its metadata says (the lab's CPU builds carry "+cpu")."""
-    return str(node(name).check_output(f"{VENV_PYTHON} -c 'import importlib.metadata as m; print(m.version(\"vllm\"))'"))

@@ -15,10 +15,10 @@ from pathlib import Path
 import openai
 import pytest
 import requests
-from engine_serving import API_KEY, BASE, HEAD, MODEL, TIMINGS, UNIT, WORKER, installed, main_pid, record, serves, unit, wait_not_serving, wait_serving
+from engine_serving import API_KEY, BASE, HEAD, MODEL, TIMINGS, UNIT, WORKER, main_pid, record, serves, unit, wait_not_serving, wait_serving
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.scenario import node, playbook, recap  # noqa: E402
+from sparklab.scenario import installed_vllm, node, playbook, recap  # noqa: E402
 
 HEAD_IP = os.environ["ENGINE_LAB_HEAD_FABRIC_IP"]
 # converge.yml deploys FROM; the tests upgrade to TO, the role's default (roles/vllm_serve/defaults/main.yml).
@@ -38,7 +38,7 @@ def test_both_ranks_serve_after_the_reboot_with_no_ansible_run() -> None:
     assert f"--distributed-executor-backend mp --nnodes 2 --node-rank 0 --master-addr {HEAD_IP}" in head_args, head_args
     assert "--node-rank 1" in worker_args and "--headless" in worker_args and "--headless" not in head_args, worker_args
     # The real engine, installed by the role as `vllm` (the CPU build is versioned 0.30.0+cpu, as vLLM's own are).
-    assert installed(HEAD) == installed(WORKER) == f"{FROM}+cpu"
+    assert installed_vllm(HEAD) == installed_vllm(WORKER) == f"{FROM}+cpu"
     journal = head.check_output(f"journalctl _SYSTEMD_INVOCATION_ID={unit(HEAD, 'InvocationID')} --no-pager --output cat")
     assert "gate snapshot: ok" in journal and "gate memory: ok" in journal, journal[-3000:]
     assert "every headless rank answers; starting vLLM" in journal, journal[-3000:]
@@ -67,7 +67,7 @@ def test_an_upgrade_the_new_engine_refuses_is_rolled_back_to_the_serving_release
     assert f"unrecognized arguments: {RENAMED_FLAG}" in output, output[-3000:]
     assert f"vLLM {TO} did not serve, so the previous install (vLLM {FROM}+cpu) was put back on {HEAD}, {WORKER} and serves again" in output, output[-3000:]
     for name in (HEAD, WORKER):
-        assert installed(name) == f"{FROM}+cpu", name
+        assert installed_vllm(name) == f"{FROM}+cpu", name
         assert not node(name).file("/opt/sparkops/ray.previous").exists, name
         assert node(name).file(f"/etc/systemd/system/{UNIT}.service").content_string == units[name], name
     assert serves()
@@ -80,7 +80,7 @@ def test_an_upgrade_to_the_default_release_serves_with_one_group_restart() -> No
     run = playbook("site.yml", "--tags", "serve")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     for name in (HEAD, WORKER):
-        assert installed(name) == f"{TO}+cpu", name
+        assert installed_vllm(name) == f"{TO}+cpu", name
         assert not node(name).file("/opt/sparkops/ray.previous").exists, name
         assert unit_starts(name, since) == 1, node(name).run(f"journalctl -u {UNIT} --since '{since}' --no-pager -o cat").stdout[-3000:]
     assert serves()

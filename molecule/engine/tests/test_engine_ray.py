@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 from engine_bench import LEVELS, against_engine, measured, ours
-from engine_serving import HEAD, TIMINGS, UNIT, WORKER, installed, main_pid, record, serves, unit, wait_not_serving, wait_serving
+from engine_serving import HEAD, TIMINGS, UNIT, WORKER, main_pid, record, serves, unit, wait_not_serving, wait_serving
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.scenario import node, playbook, recap, tail  # noqa: E402
+from sparklab.scenario import installed_vllm, node, playbook, recap, tail  # noqa: E402
 
 HEAD_IP = os.environ["ENGINE_LAB_HEAD_FABRIC_IP"]
 WORKER_IP = os.environ["ENGINE_LAB_WORKER_FABRIC_IP"]
@@ -82,7 +82,7 @@ def test_switched_to_ray_the_real_engine_serves_through_ray_s_executor_across_bo
     args = head.check_output(f"cat /proc/{main_pid(HEAD)}/cmdline | tr '\\0' ' '")
     assert "--distributed-executor-backend ray" in args and "--tensor-parallel-size 2" in args, args
     assert "--nnodes" not in args and "sparkops-vllm-rank" not in args, args
-    assert installed(HEAD) == installed(WORKER) == "0.32.0+cpu"
+    assert installed_vllm(HEAD) == installed_vllm(WORKER) == "0.32.0+cpu"
     # The real engine on both nodes: the API server and rank 1's Ray worker actor (on the worker) map vLLM's extension.
     assert maps_vllm_extension(HEAD, main_pid(HEAD))
     assert maps_vllm_extension(WORKER, worker_proc()), worker.check_output("ps -eo pid,args")

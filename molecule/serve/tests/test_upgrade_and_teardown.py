@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
 from sparklab import broken_ray_wheel, vllm_wheel  # noqa: E402
-from sparklab.scenario import Api, node, playbook, recap  # noqa: E402
+from sparklab.scenario import Api, installed_vllm, node, playbook, recap  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -40,10 +40,6 @@ def site(*args: str) -> subprocess.CompletedProcess[str]:
     return playbook("site.yml", *args)
 
 
-def vllm_version(name: str) -> str:
-    return str(node(name).check_output("/opt/sparkops/ray/bin/python -c \"import importlib.metadata as m; print(m.version('vllm'))\""))
-
-
 def answers() -> bool:
     return Api.from_env().serves(timeout=30)
 
@@ -65,7 +61,7 @@ def test_an_upgrade_that_does_not_serve_is_rolled_back_then_one_that_serves_repl
         assert "vLLM 0.30.1 did not serve, so the previous install (vLLM 0.30.0) was put back on" in out, out[-3000:]
         assert "serves again" in out and "lab stand-in: crash_at_start" in out, out[-3000:]
         for name in (HEAD, WORKER):
-            assert vllm_version(name) == "0.30.0", name
+            assert installed_vllm(name) == "0.30.0", name
             assert not node(name).file("/opt/sparkops/ray.previous").exists, name
         assert answers()
     finally:
@@ -73,7 +69,7 @@ def test_an_upgrade_that_does_not_serve_is_rolled_back_then_one_that_serves_repl
     upgraded = site("--tags", "vllm_serve_install", "-e", "vllm_serve_version=0.30.1")
     assert upgraded.returncode == 0, upgraded.stdout[-3000:] + upgraded.stderr[-2000:]
     for name in (HEAD, WORKER):
-        assert vllm_version(name) == "0.30.1", name
+        assert installed_vllm(name) == "0.30.1", name
         assert not node(name).file("/opt/sparkops/ray.previous").exists, name  # the copy goes once the new one serves
     assert answers()
 

@@ -71,6 +71,15 @@ def unit_property(host: t.Any, unit: str, prop: str) -> str:
     return str(host.check_output(f"systemctl show --property {prop} --value {unit}"))
 
 
+# The engine's venv on every node (vllm_serve_venv's default: the cluster plan's ray_venv, whatever the backend).
+ENGINE_PYTHON = "/opt/sparkops/ray/bin/python"
+
+
+def installed_vllm(name: str) -> str:
+    """The vLLM a node's engine venv holds, as its metadata says (the lab's CPU builds carry "+cpu")."""
+    return str(node(name).check_output(f"{ENGINE_PYTHON} -c 'import importlib.metadata as m; print(m.version(\"vllm\"))'"))
+
+
 def host_time(host: t.Any) -> str:
     """The node's clock as journalctl's --since reads it."""
     return str(host.check_output("date '+%Y-%m-%d %H:%M:%S'"))

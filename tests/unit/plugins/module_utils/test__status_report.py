@@ -132,7 +132,7 @@ def document(**overrides: t.Any) -> dict[str, t.Any]:
 
 def test_document_shape() -> None:
     doc = document()
-    assert list(doc) == ["schema_version", "generated_at", "nodes", "ray", "endpoint", "liveness", "model", "health_events"]
+    assert list(doc) == ["schema_version", "generated_at", "backend", "nodes", "ray", "endpoint", "liveness", "model", "health_events"]
     assert doc["liveness"] is None  # not given: not asked
     assert doc["schema_version"] == SCHEMA_VERSION == 1
     assert list(doc["nodes"]) == ["spark-head", "spark-worker1"]
@@ -341,12 +341,19 @@ def test_markdown_not_ready() -> None:
     assert "## Ray cluster\n\n**Error**: not asked: sparkops-ray-head.service is not active on spark-head\n" in markdown
 
 
-def test_markdown_says_no_ray_cluster_with_the_mp_backend_without_calling_it_an_error() -> None:
-    ray = {"address": "192.168.200.11:6379", "error": "not asked: the backend is mp (vllm_serve_backend): no Ray cluster"}
-    markdown = render_markdown(document(ray=ray))
-    assert "- Ray: not asked: the backend is mp (vllm_serve_backend): no Ray cluster" in markdown
-    assert "## Ray cluster\n\nNot asked: the backend is mp (vllm_serve_backend): no Ray cluster\n" in markdown
+def test_the_mp_backend_has_no_ray_cluster_and_the_report_says_so_not_an_error() -> None:
+    """The backend is a field of the document (the cluster plan's): with mp, no Ray part whatever was given."""
+    doc = document(backend="mp")
+    assert (doc["backend"], doc["ray"]) == ("mp", None)
+    markdown = render_markdown(doc)
+    assert "- Ray: not asked: the backend is mp (vllm_serve_backend), which runs no Ray cluster" in markdown
+    assert "## Ray cluster\n\nNot asked: the backend is mp (vllm_serve_backend), which runs no Ray cluster.\n" in markdown
     assert "**Error**" not in markdown.split("## Ray cluster")[1].split("##")[0]
+    with_ray = document(backend="ray")
+    assert with_ray["backend"] == "ray" and with_ray["ray"] is not None
+    assert document()["backend"] is None  # not given: not said
+    with pytest.raises(StatusReportError, match="backend must be one of mp, ray, got 'docker'"):
+        document(backend="docker")
 
 
 def test_markdown_ray_error_and_no_units_found() -> None:
