@@ -41,6 +41,7 @@ CASES = (
 
 
 def run_scenario(junit_dir: Path) -> Path:
+    junit_dir.mkdir(parents=True, exist_ok=True)  # the scenario's side effect writes its start time there
     timings = junit_dir / "engine-recovery.json"
     timings.unlink(missing_ok=True)
     env = tool_env(SPARKOPS_JUNIT_DIR=str(junit_dir))
