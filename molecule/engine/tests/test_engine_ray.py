@@ -84,14 +84,15 @@ def test_switched_to_ray_the_real_engine_serves_through_ray_s_executor_across_bo
     assert installed_vllm(HEAD) == installed_vllm(WORKER) == "0.32.0+cpu"
     # The real engine on both nodes: the API server and rank 1's Ray worker actor (on the worker) map vLLM's extension.
     assert maps_vllm_extension(HEAD, main_pid(HEAD))
-    assert maps_vllm_extension(WORKER, worker_proc()), worker.check_output("ps -eo pid,args")
+    actor = worker_proc()
+    assert maps_vllm_extension(WORKER, actor), worker.check_output("ps -eo pid,args")
     # The platform vLLM resolves in the engine's venv: the lab's plugin, CPU with Ray's "GPU" key (0.32 logs nothing of it).
     platform = "from vllm.platforms import current_platform as p; print(type(p).__module__, type(p).__name__, p.ray_device_key)"
     assert head.check_output(f'/opt/sparkops/ray/bin/python -c "{platform}" 2>/dev/null') == "sparklab_cpu_ray.platform CpuRayPlatform GPU"
     log = head.check_output(f"journalctl _SYSTEMD_INVOCATION_ID={unit(HEAD, 'InvocationID')} --no-pager --output cat")
     # Rank 1 on the worker, its group over gloo: what the actor wrote to its own Ray log there (the head's journal gets
     # the workers' lines too, but Ray folds lines that differ only in numbers: "[repeated 2x across cluster]").
-    said = worker.check_output(f"cat {RAY_LOGS}/worker-*-{worker_proc()}.*")
+    said = worker.check_output(f"cat {RAY_LOGS}/worker-*-{actor}.*")
     assert "world_size=2 rank=1" in said and "CPU SHM communicator disabled for group tp:0" in said, said[-3000:]
     # The driver joins with Ray's token authentication: the mode and the token's path from ray.env, not the token.
     assert "EnvironmentFile=/etc/sparkops/ray.env" in head.file(f"/etc/systemd/system/{UNIT}.service").content_string
