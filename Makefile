@@ -57,8 +57,8 @@ sanity: setup
 molecule: setup
 	@python tools/test_stages.py --labs
 
-# bench/run_all.py: each bench as docs/benchmarks.md runs it (those needing no lab first; serve_readiness's reboot part
-# on the demo lab, brought up and removed for it).
+# bench/run_all.py: each bench as docs/benchmarks.md runs it (those needing no lab first; serve_readiness, readiness
+# and reboot, last on the demo lab, brought up and removed for it).
 bench: setup
 	@python bench/run_all.py $(if $(NO_LAB),--no-lab) $(if $(WRITE),--write) $(foreach b,$(BENCH),--only $(b))
 

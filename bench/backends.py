@@ -1,10 +1,10 @@
 """The real vLLM in mp mode against Ray mode, on the same lab and model in one run: start to serving and each recovery,
 as ratios to mp (`make bench` runs it after engine_recovery, from the same run's figures).
 
-The Molecule scenario `engine` (PyPI's CPU build of vLLM 0.32.0, TP=2 across the lab's head and worker over the
-fabric, gloo) serves in mp mode, the role's default, then is switched to Ray mode by `site.yml --tags ray,serve -e
-vllm_serve_backend=ray` (molecule/engine/tests/test_engine_ray.py) and back. Both backends' times come from that one
-run, from the event to the first completion the head's API answers, with no Ansible run:
+The Molecule scenarios `engine` (mp, the role's default) and `serve` (Ray mode, molecule/serve/tests/
+test_engine_ray.py), one after the other, each alone: the same CPU build of vLLM 0.32.0, model, lab shape (TP=2 across
+a head and a worker over the fabric, gloo) and host. Both backends' times come from that one command, from the event
+to the first completion the head's API answers, with no Ansible run:
 
 * the engine's start: mp both ranks stopped then started; Ray the head's vLLM stopped then started (Ray stays up);
 * the head's EngineCore killed (SIGKILL);
@@ -15,7 +15,8 @@ run, from the event to the first completion the head's API answers, with no Ansi
 
     .venv/bin/python bench/backends.py [--timings tests/output/ci/engine-recovery.json] [--write]
 
-Without ``--timings`` it runs ``molecule test -s engine`` first (about 25 minutes) and reads what it wrote.
+Without ``--timings`` it runs ``molecule test -s engine`` then ``-s serve`` first (about 60 minutes) and reads what
+they wrote.
 """
 
 from __future__ import annotations
@@ -74,11 +75,11 @@ def render(timings: dict[str, float], load: list[str] | None = None) -> str:
         [
             SECTION,
             "",
-            f"Measured {datetime.date.today().isoformat()} by `bench/backends.py` (the Molecule scenario `engine`: PyPI's CPU build",
-            "of vLLM 0.32.0 installed by the role as `vllm`, TP=2 across the lab's head and worker over the fabric, a 40 MB",
-            "Qwen3-MoE, 2-core host; Ray mode through the lab's platform plugin, tests/lab/cpu_ray_platform). One run: mp, then",
-            "the same cluster switched to Ray by the variable. Each time runs from the event to the first completion the head's",
-            "API answers, with no Ansible run; ratios: Ray to mp for the same event, and to mp's engine start.",
+            f"Measured {datetime.date.today().isoformat()} by `bench/backends.py` (the Molecule scenarios `engine`, mp, and `serve`, Ray:",
+            "PyPI's CPU build of vLLM 0.32.0 installed by the role as `vllm`, TP=2 across a lab head and worker over the",
+            "fabric, a 40 MB Qwen3-MoE, 2-core host; Ray mode through the lab's platform plugin, tests/lab/cpu_ray_platform).",
+            "One command, the two scenarios one after the other, each alone. Each time runs from the event to the first",
+            "completion the head's API answers, with no Ansible run; ratios: Ray to mp for the same event, and to mp's start.",
             "",
             "Two things of this lab weigh on Ray's side, not on a Spark's. Each Ray recovery holds about 30 s of the lab's",
             "cgroup v1: once vLLM has exited, systemd kills a process it left and then misses the emptied cgroup, waiting out",
@@ -113,7 +114,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timings", type=Path, help="the JSON the scenario wrote (default: run the scenario first)")
     parser.add_argument("--write", action="store_true", help="write the section into docs/benchmarks.md")
     args = parser.parse_args(argv)
-    path = args.timings or run_scenario(REPO / "tests" / "output" / "bench")
+    path = args.timings or run_scenario(REPO / "tests" / "output" / "bench", "engine", "serve")
     timings = {key: float(value) for key, value in json.loads(path.read_text()).items()}
     missing = [key for key in ("engine_start_s", "ray_engine_start_s") if key not in timings]
     if missing:

@@ -1,6 +1,6 @@
 """Keeping it serving (issue 16): a wedged engine and memory released back to serving, as ratios to a restart (one run).
 
-The Molecule scenario `serve` (the lab's engine stand-in, Ray mode, TP=2) records, in one run on the same lab, as
+The Molecule scenario `serve` (the real vLLM 0.32.0 CPU build, Ray mode, TP=2) records, in one run on the same lab, as
 JUnit properties of its tests, the seconds from the event to the first completion the head's API answers:
 
 * the baseline: the vLLM unit restarted by hand (``systemctl restart``), counted once its new invocation runs
@@ -14,7 +14,7 @@ Each figure is also given as a ratio to the restart, since absolute times on the
 
     .venv/bin/python bench/keep_serving.py [--junit tests/output/ci/molecule-serve.xml] [--write]
 
-Without ``--junit`` it runs ``molecule test -s serve`` first (about 20 minutes) and reads what it wrote.
+Without ``--junit`` it runs ``molecule test -s serve`` first (about 40 minutes) and reads what it wrote.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def render(timings: dict[str, float]) -> str:
             SECTION,
             "",
             f"Measured {datetime.date.today().isoformat()} by `bench/keep_serving.py` from one `molecule test -s serve` run (the",
-            "lab's engine stand-in, Ray mode, TP=2 across head and worker; 2-core host). Each time runs from the event to",
+            "real vLLM 0.32.0 CPU build, Ray mode, TP=2 across head and worker; 2-core host). Each time runs from the event to",
             "the first completion the head's API answers, with no Ansible run; ratio: to the restart by hand in the same run." + held,
             "",
             "| event | seconds to serving | ratio to a restart |",

@@ -2,14 +2,14 @@
 
     .venv/bin/python bench/run_all.py [--only NAME ...] [--no-lab] [--write] [--dry-run]
 
-First the benches that need no lab (snapshot_verify, relay_throughput, serve_readiness's readiness part), then those
-that bring up a lab of their own and remove it (model_distribution, ray_formation, site_runs), then engine_recovery
-(the Molecule scenario `engine`, about 25 minutes), backends (mp against Ray, from that run's figures) and keep_serving (the scenario `serve`, about 20), then
-serve_readiness's reboot part, which needs a converged lab:
-this script brings up the `make demo` lab (2 nodes, site.yml) for it and removes it after. All together take well
-over an hour on a 2-core machine; --no-lab runs only the first group (a few minutes). --write has each bench that
-can (all but ray_formation, which prints its table) replace its section of docs/benchmarks.md. --dry-run prints the
-commands and runs none. A failing bench stops the run (its exit status is this script's).
+First the benches that need no lab (snapshot_verify, relay_throughput), then those that bring up a lab of their own
+and remove it (model_distribution, ray_formation, site_runs), then engine_recovery (the Molecule scenario `engine`,
+about 25 minutes), backends (mp against Ray, from that run's figures) and keep_serving (the scenario `serve`, about
+20), then serve_readiness with --reboot (readiness detection against the real engine, then reboot to serving), which
+needs a converged lab: this script brings up the `make demo` lab (2 nodes, site.yml) for it and removes it after.
+All together take well over an hour on a 2-core machine; --no-lab runs only the first group (a few minutes). --write
+has each bench that can (all but ray_formation, which prints its table) replace its section of docs/benchmarks.md.
+--dry-run prints the commands and runs none. A failing bench stops the run (its exit status is this script's).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ class Bench:
 BENCHES: tuple[Bench, ...] = (
     Bench("snapshot_verify"),
     Bench("relay_throughput"),
-    Bench("serve_readiness"),
     Bench("model_distribution", lab="own"),
     Bench("ray_formation", lab="own", writes=False),
     Bench("site_runs", lab="own"),
@@ -46,18 +45,16 @@ BENCHES: tuple[Bench, ...] = (
     # mp against Ray from the figures engine_recovery's run of the scenario wrote (no second run).
     Bench("backends", ("--timings", "tests/output/bench/engine-recovery.json"), lab="own"),
     Bench("keep_serving", lab="own"),
+    # Both parts (readiness detection, reboot to serving) on the real engine of the converged demo lab.
     Bench("serve_readiness", ("--reboot",), lab="demo"),
 )
 NAMES = sorted({bench.name for bench in BENCHES})
 
 
 def selected(only: list[str], no_lab: bool) -> list[Bench]:
-    """The benches to run, in BENCHES' order. serve_readiness once: with --reboot on the demo lab unless --no-lab."""
+    """The benches to run, in BENCHES' order; with ``no_lab`` only those that need no lab."""
     chosen = [bench for bench in BENCHES if not only or bench.name in only]
-    if no_lab:
-        return [bench for bench in chosen if bench.lab == "none"]
-    with_reboot = {bench.name for bench in chosen if bench.lab == "demo"}
-    return [bench for bench in chosen if bench.lab == "demo" or bench.name not in with_reboot]
+    return [bench for bench in chosen if bench.lab == "none"] if no_lab else chosen
 
 
 def commands(bench: Bench, write: bool) -> list[list[str]]:

@@ -11,8 +11,6 @@ cd .collections
 mypy --config-file "$config" ansible_collections/sparkops/inference/plugins
 cd "$repo/tests/lab"
 MYPYPATH="$repo/tools" mypy --config-file "$config" sparklab spark_lab.py
-cd "$repo/tests/lab/standins/vllm"
-mypy --config-file "$config" sparkops_lab_vllm
 cd "$repo"
 # The benches import the collection (.collections) and the lab's sparklab (tests/lab) as they put them on sys.path.
 MYPYPATH=.collections:tests/lab:bench:tools mypy --config-file "$config" bench/*.py tools/*.py tests/gpu/*.py

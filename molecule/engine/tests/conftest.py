@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.scenario import node  # noqa: E402
+from sparklab.serving import liveness_probe_held  # noqa: E402
 
 HEAD = os.environ["ENGINE_LAB_HEAD"]
 LAST = "test_engine_image.py"  # it ends with the teardown: whatever runs in one verify with it runs before it
@@ -26,12 +26,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def no_liveness_probe() -> t.Iterator[None]:
-    """The liveness probe's completions (vllm_serve_liveness) would count in the engine's /metrics beside the measured
-    requests: its timer is stopped while the clients run, and started again after."""
-    head = node(HEAD)
-    head.run_expect([0], "systemctl stop sparkops-vllm-liveness.timer")
-    head.run_expect([0], "while systemctl is-active --quiet sparkops-vllm-liveness.service; do sleep 1; done")
-    try:
+    """The liveness probe held off while a load generator runs (sparklab.serving.liveness_probe_held)."""
+    with liveness_probe_held(HEAD):
         yield
-    finally:
-        head.run_expect([0], "systemctl start sparkops-vllm-liveness.timer")

@@ -1,7 +1,7 @@
 """The mp backend, the default, on the real engine: no Ray cluster runs beside it; the ranks' rendezvous port (rank 0's
 --master-port) and the rank supervisors' group port answer the nodes only, with the host firewall on: not the
-management network, not a fabric address that is not a node. (The switch to the Ray backend and back, with the real
-engine both ways, is tests/test_engine_ray.py.)
+management network, not a fabric address that is not a node. (The switch from the Ray backend and back, with the
+real engine both ways, is molecule/serve/tests/test_engine_ray.py.)
 
 The lab's host runs cgroup v1, where systemd cannot enforce a unit's IPAddressAllow (molecule/serve/tests/
 test_firewall.py): the host firewall is what the lab can show; the headless ranks' unit fence is checked in

@@ -55,7 +55,7 @@ def worker() -> t.Any:
 def serving() -> None:
     """The API port is checked open to clients, so vLLM must be back from side_effect's reboot first (this file runs
     first after it; under a busy machine the cluster and the engine take longer than the tests before the port checks)."""
-    assert Api.from_env().serves_within(180), f"vLLM on {HEAD} ({HEAD_MGMT_IP}:{SERVE_PORT}) did not serve within 180 s of the reboot"
+    assert Api.from_env().serves_within(600), f"vLLM on {HEAD} ({HEAD_MGMT_IP}:{SERVE_PORT}) did not serve within 600 s of the reboot"
 
 
 def test_the_firewall_came_back_with_the_reboot_from_its_enabled_unit(head: t.Any, worker: t.Any) -> None:

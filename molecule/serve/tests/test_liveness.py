@@ -1,4 +1,4 @@
-"""The liveness probe on the lab's head (a probe every 2 s, 2 failures in a row, 1 restart an hour): a wedged engine
+"""The liveness probe on the lab's head (a probe every 5 s, 12 s each, 2 failures in a row, 1 restart an hour): a wedged engine
 (its process alive and stopped: nothing answers, the unit stays active) is restarted with no Ansible run and serves
 again; wedged a second time within the hour, the probe stops acting and says so, until an operator restarts vLLM."""
 
@@ -40,7 +40,7 @@ def head() -> t.Iterator[t.Any]:
         pid = unit_property(host, UNIT, "MainPID")
         if pid not in ("", "0") and host.check_output(f"ps -o stat= -p {pid} || true").startswith("T"):
             host.run(f"systemctl restart --no-block {UNIT}")
-            wait_until(API.serves, 240)
+            wait_until(API.serves, 600)
 
 
 def probe_state(head: t.Any) -> dict[str, t.Any]:
@@ -93,8 +93,8 @@ def test_a_wedged_engine_is_restarted_with_no_ansible_run_and_serves_again(head:
     wedged_at = time.monotonic()
     assert not API.serves()  # wedged: no answer
     assert head.check_output(f"systemctl is-active {UNIT}") == "active"  # systemd alone sees nothing wrong
-    assert wait_until(lambda: invocation(head) != before, 60), liveness_journal(head, since)
-    assert wait_until(API.serves, 240), liveness_journal(head, since)
+    assert wait_until(lambda: invocation(head) != before, 150), liveness_journal(head, since)
+    assert wait_until(API.serves, 600), liveness_journal(head, since)
     record_property("wedged_to_serving_s", round(time.monotonic() - wedged_at, 1))
     lines = liveness_journal(head, since)
     assert "probe failed (1 of 2 in a row)" in lines and "probe failed 2 times in a row" in lines, lines
@@ -102,18 +102,18 @@ def test_a_wedged_engine_is_restarted_with_no_ansible_run_and_serves_again(head:
 
 
 def test_wedged_again_within_the_hour_it_stops_acting_and_says_so_until_vllm_is_restarted(head: t.Any) -> None:
-    assert wait_until(lambda: last_decision(head).startswith("serving:"), 60)  # the probe saw it serve again
+    assert wait_until(lambda: last_decision(head).startswith("serving:"), 120)  # the probe saw it serve again
     before = invocation(head)
     since = wedge(head)
-    assert wait_until(lambda: "stopped acting" in liveness_journal(head, since), 60), liveness_journal(head, since)
+    assert wait_until(lambda: "stopped acting" in liveness_journal(head, since), 150), liveness_journal(head, since)
     lines = liveness_journal(head, since)
     assert "1 restart(s) in the last hour reached vllm_serve_liveness_max_restarts_per_hour (1): stopped acting" in lines, lines
-    # More probes (a wedged one takes two 3 s timeouts, then 2 s): it keeps saying so, and restarts nothing.
-    assert wait_until(lambda: last_decision(head, since).startswith("stopped acting: 1 restart(s) in the last hour"), 30), last_decision(head, since)
-    time.sleep(12)
+    # More probes (a wedged one takes two 12 s timeouts, then 5 s): it keeps saying so, and restarts nothing.
+    assert wait_until(lambda: last_decision(head, since).startswith("stopped acting: 1 restart(s) in the last hour"), 90), last_decision(head, since)
+    time.sleep(30)
     assert invocation(head) == before
     assert last_decision(head, since).startswith("stopped acting: 1 restart(s) in the last hour"), last_decision(head, since)
     # The operator restarts vLLM: it serves, and the probe acts again (a new invocation).
     head.run_expect([0], f"systemctl restart --no-block {UNIT}")
-    assert wait_until(API.serves, 240)
-    assert wait_until(lambda: last_decision(head).startswith("serving:"), 60), last_decision(head, "-60s")
+    assert wait_until(API.serves, 600)
+    assert wait_until(lambda: last_decision(head).startswith("serving:"), 120), last_decision(head, "-120s")

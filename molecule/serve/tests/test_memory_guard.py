@@ -64,7 +64,7 @@ def head_levels_near_the_host() -> t.Iterator[tuple[t.Any, int, int]]:
         head.run_expect([0], f"printf '%s' '{original}' > {SETTINGS} && rm -f {STATE} && systemctl restart {GUARD}")
         head.run(f"systemctl reset-failed {UNIT}")
         head.run(f"systemctl start --no-block {UNIT}")
-        assert wait_until(API.serves, 240)
+        assert wait_until(API.serves, 600)
 
 
 def test_memory_really_taken_stops_vllm_and_once_released_it_serves_again(
@@ -77,8 +77,8 @@ def test_memory_really_taken_stops_vllm_and_once_released_it_serves_again(
     before = unit_property(head, UNIT, "InvocationID")
     restarted_at = time.monotonic()
     head.run_expect([0], f"systemctl restart --no-block {UNIT}")
-    assert wait_until(lambda: unit_property(head, UNIT, "InvocationID") not in ("", before), 60)
-    assert wait_until(API.serves, 240)
+    assert wait_until(lambda: unit_property(head, UNIT, "InvocationID") not in ("", before), 120)
+    assert wait_until(API.serves, 600)
     record_property("restart_to_serving_s", round(time.monotonic() - restarted_at, 1))
     since = host_time(head)
     # Written pages (bytes * n), not a calloc'd bytearray whose untouched pages the kernel never hands out.
@@ -98,7 +98,7 @@ def test_memory_really_taken_stops_vllm_and_once_released_it_serves_again(
     assert wait_until(lambda: f"started {UNIT}" in journal(head, GUARD_ID, since), 60), journal(head, GUARD_ID, since)
     lines = journal(head, GUARD_ID, since)
     assert f"start: MemAvailable >= {resume} MiB (vllm_serve_memory_guard_resume_available_mib)" in lines, lines
-    assert wait_until(API.serves, 240), journal(head, GUARD_ID, since)
+    assert wait_until(API.serves, 600), journal(head, GUARD_ID, since)
     record_property("released_to_serving_s", round(time.monotonic() - released_at, 1))
     record_property("held_s", round(released_at - taken_at, 1))
     state = json.loads(head.file(STATE).content_string)

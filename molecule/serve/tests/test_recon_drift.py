@@ -37,7 +37,7 @@ def test_recon_reports_every_node_its_versions_units_and_the_fit() -> None:
     for name, entry in ((HEAD, head), (WORKER, worker)):
         recon = entry["recon"]
         assert recon["versions"]["ray"] == installed(name, "ray"), name
-        assert recon["versions"]["vllm"] == installed(name, "vllm") == "0.30.0", name
+        assert recon["versions"]["vllm"] == installed(name, "vllm") == "0.32.0+cpu", name
         assert recon["versions"]["driver"] and recon["versions"]["cuda"], recon["versions"]
         assert recon["fabric"]["interface"] == "enp1s0f1np1" and recon["fabric"]["state"] == "up", recon["fabric"]
         assert recon["memory"]["total_bytes"] > 0 and recon["disk"]["free_bytes"] > 0
@@ -99,7 +99,10 @@ def test_status_report_names_every_node_unit_and_the_model_commit() -> None:
     commit = node(HEAD).check_output("cat /var/lib/sparkops/huggingface/hub/models--sparkops-lab--tiny-moe/refs/main")
     assert status["model"]["commit"] == commit and status["model"]["same_on_every_node"] is True, status["model"]
     endpoint = status["endpoint"]
-    assert endpoint["ready"] is True and endpoint["sample"] and endpoint["latency_s"] > 0, endpoint
+    assert endpoint["ready"] is True and endpoint["completion_tokens"] > 0 and endpoint["latency_s"] > 0, endpoint
+    # The lab model's weights are random: its tokens are mostly special ones, so the sample may hold no text; what
+    # text there is comes from the answer or, with the reasoning parser, the reasoning.
+    assert endpoint["sample_source"] in ("content", "reasoning") if endpoint["sample"] else endpoint["sample_source"] is None, endpoint
     # The GB10 workarounds: the lab's nvidia-smi says 12.1 (a GB10) and its model is not quantized, so none; recorded
     # where the engine's unit runs (the head, in Ray mode).
     workarounds = status["nodes"][HEAD]["kernel_workarounds"]

@@ -1,4 +1,4 @@
-"""Write a pure-Python wheel with the standard library only: the lab's small wheels (the vLLM stand-in, a Ray release
+"""Write a pure-Python wheel with the standard library only: the lab's small wheels (a Ray release
 that does not start, the CPU platform with Ray for the real engine). Nodes install them with ``pip install --no-index``,
 so no build backend is needed anywhere.
 

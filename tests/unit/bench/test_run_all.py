@@ -19,19 +19,20 @@ def test_every_bench_is_run() -> None:
     assert benches == set(run_all.NAMES)
 
 
-def test_all_runs_serve_readiness_once_with_its_reboot_part_last() -> None:
+def test_all_runs_serve_readiness_once_last_on_the_demo_lab() -> None:
     chosen = run_all.selected([], no_lab=False)
     names = [bench.name for bench in chosen]
     assert sorted(set(names)) == run_all.NAMES
     assert names.count("serve_readiness") == 1
-    assert chosen[-1].args == ("--reboot",)
+    assert (chosen[-1].name, chosen[-1].args, chosen[-1].lab) == ("serve_readiness", ("--reboot",), "demo")
     assert [bench.lab for bench in chosen[:2]] == ["none", "none"]  # the cheap ones first
 
 
 def test_no_lab_runs_only_those_that_need_none() -> None:
     chosen = run_all.selected([], no_lab=True)
-    assert [bench.name for bench in chosen] == ["snapshot_verify", "relay_throughput", "serve_readiness"]
+    assert [bench.name for bench in chosen] == ["snapshot_verify", "relay_throughput"]
     assert all(bench.args == () for bench in chosen)
+    assert run_all.selected(["serve_readiness"], no_lab=True) == []  # it needs the demo lab
     assert [bench.name for bench in run_all.selected(["site_runs"], no_lab=False)] == ["site_runs"]
 
 

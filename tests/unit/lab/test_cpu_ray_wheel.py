@@ -6,7 +6,7 @@ whose entry point in vLLM's group `vllm.platform_plugins` names a subclass of vL
 
 vLLM itself is not installed here: a module `vllm.platforms.cpu` with a `CpuPlatform` (ray_device_key "", as the
 0.32.0 wheel's) stands in for it in the venv, only to import the plugin's class. The lab's engine scenario runs it
-with the real engine (molecule/engine/tests/test_engine_ray.py)."""
+with the real engine (molecule/serve/tests/test_engine_ray.py)."""
 
 from __future__ import annotations
 

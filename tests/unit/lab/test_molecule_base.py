@@ -66,9 +66,11 @@ def test_each_role_scenario_sets_every_cluster_variable(scenario: str) -> None:
     assert [name for name in CLUSTER_VARS if name not in cluster] == []
 
 
-def test_the_engine_scenario_keeps_its_own_dependency_command() -> None:
-    assert merged("engine")["dependency"]["command"].endswith("spark_lab.py prepare --engine")
-    assert merged("serve")["dependency"]["command"].endswith("spark_lab.py prepare")
+def test_the_real_engines_scenarios_keep_their_own_dependency_command() -> None:
+    """engine and serve run the real vLLM: their dependency step prepares its wheelhouse too; the others' do not."""
+    for scenario in ("engine", "serve"):
+        assert merged(scenario)["dependency"]["command"].endswith("spark_lab.py prepare --engine"), scenario
+    assert merged("reclaim")["dependency"]["command"].endswith("spark_lab.py prepare")
 
 
 def test_the_labs_cluster_is_the_lab_inventorys() -> None:

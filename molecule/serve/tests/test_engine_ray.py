@@ -1,5 +1,7 @@
-"""The real vLLM in Ray mode (vllm_serve_backend: ray) on the lab, reached from the default mp by changing the variable
-and back again, with the real engine both ways.
+"""The real vLLM in Ray mode (vllm_serve_backend: ray), as AWX's Deploy left it (tests/test_deploy_via_awx.py) and the
+reboot brought it back: vLLM's Ray executor with a RayWorkerProc on each node, benchmarked against the engine's own
+record, recovering from a killed RayWorkerProc, raylet and engine with no Ansible run; then switched to the mp backend
+by the variable and back, with the real engine both ways.
 
 vLLM's CPU platform refuses Ray; the lab's engine wheelhouse gives the engine a platform plugin that allows it
 (tests/lab/cpu_ray_platform, required by the lab's relabelled vllm wheels, nothing of the collection names it): the
@@ -12,8 +14,8 @@ its RayWorkerMonitor thread waits on every worker's run() reference; one that en
 "RayWorkerProc rank=[N] died unexpectedly, shutting down executor", shuts the executor down and calls the engine's
 failure callback, the API server gets EngineDeadError and exits 0 (no hang). The unit's Restart=always starts it
 again, its cluster gate waits for every Ray node (the worker's Ray unit restarts itself when its raylet was killed),
-and it serves again with no Ansible run. Each recovery is timed into tests/output/ci/engine-recovery.json beside mp's
-(bench/backends.py compares them).
+and it serves again with no Ansible run. Each recovery is timed into tests/output/ci/engine-recovery.json, beside the
+engine scenario's mp figures (bench/backends.py compares them).
 
 The Ray driver (vLLM on the head) joins with Ray's token authentication on: the unit reads ray_cluster's ray.env
 (RAY_AUTH_MODE=token and the token's path, never the token)."""
@@ -30,18 +32,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from engine_bench import LEVELS, against_engine, measured, ours
-from engine_serving import HEAD, TIMINGS, UNIT, WORKER, main_pid, record, serves, unit, wait_not_serving, wait_serving
+from ray_engine import HEAD, TIMINGS, UNIT, WORKER, main_pid, record, serves, unit, wait_not_serving, wait_serving
 
-sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
+sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab import engine_record  # noqa: E402
 from sparklab.scenario import installed_vllm, node, playbook, recap, tail  # noqa: E402
 
-RAY = ("-e", "vllm_serve_backend=ray")  # the scenario's inventory leaves the backend to the role's default, mp
+MP = ("-e", "vllm_serve_backend=mp")  # the scenario's inventory says ray
 RAY_UNITS = {HEAD: "sparkops-ray-head", WORKER: "sparkops-ray-worker"}
 WORKER_PROC = "^ray::RayWorkerProc"  # the process title Ray gives vLLM's worker actor
 RAY_LOGS = "/var/lib/sparkops/tmp/ray/session_latest/logs"  # ray_cluster's --temp-dir: each worker process's output
-# The Ray figures of playbooks/benchmark.yml (mp's are test_engine_benchmark.py's engine-benchmark.json).
+# The Ray figures of playbooks/benchmark.yml (mp's are the engine scenario's engine-benchmark.json).
 RAY_FIGURES = TIMINGS.with_name("engine-benchmark-ray.json")
+HEAD_IP = os.environ["RAY_LAB_HEAD_FABRIC_IP"]
+WORKER_IP = os.environ["SERVE_LAB_WORKER_FABRIC_IP"]
+API_KEY = os.environ["SERVE_LAB_API_KEY"]
+LEVELS = (1, 2)
 
 
 def journal_since(since: str) -> str:
@@ -68,10 +74,8 @@ def restarted(before: int, timeout: float = 120) -> None:
     assert int(unit(HEAD, "NRestarts")) > before, "the head's vLLM unit did not restart"
 
 
-def test_switched_to_ray_the_real_engine_serves_through_ray_s_executor_across_both_nodes() -> None:
-    switched = playbook("site.yml", "--tags", "ray,serve", *RAY)
-    assert switched.returncode == 0, tail(switched)
-    assert serves()
+def test_the_real_engine_serves_through_ray_s_executor_across_both_nodes() -> None:
+    wait_serving(600)  # back from side_effect's reboot
     head, worker = node(HEAD), node(WORKER)
     # vLLM runs on the head only, after its Ray head; the worker's rank unit is gone, its Ray worker runs.
     assert head.service(UNIT).is_enabled and head.service(UNIT).is_running
@@ -111,8 +115,9 @@ def test_the_benchmark_in_ray_mode_agrees_with_the_engine_s_own_record(tmp_path:
     runs: dict[str, dict[str, t.Any]] = {}
     problems: list[str] = []
     for level in LEVELS:
-        mine = measured(functools.partial(ours, tmp_path / f"c{level}", level, RAY_FIGURES), level)
-        problems += against_engine(f"ours at {level} in flight", *mine)
+        run = functools.partial(engine_record.benchmark_level, HEAD, HEAD_IP, API_KEY, tmp_path / f"c{level}", level, RAY_FIGURES)
+        mine = engine_record.measured(HEAD, run, level)
+        problems += engine_record.against_engine(f"ours at {level} in flight", *mine)
         runs[str(level)] = {"ours": mine[0], "engine_during_ours": mine[1]}
     RAY_FIGURES.write_text(json.dumps({"backend": "ray", "levels": runs}, indent=2, default=str) + "\n")
     assert not problems, (problems, runs)
@@ -149,7 +154,12 @@ def test_the_worker_s_raylet_killed_ray_and_vllm_come_back_with_no_ansible_run()
     record("ray_raylet_killed_to_serving_s", wait_serving(600, since=start))
     assert int(node(WORKER).check_output(f"systemctl show --property NRestarts --value {RAY_UNITS[WORKER]}")) > ray_starts
     log = journal_since(since)
-    assert "died unexpectedly, shutting down executor." in log and "gate cluster: ok" in log, log[-3000:]
+    # Idle, the RayWorkerMonitor sees the actor's end first; with a request in flight (a probe, a client), rank 0's
+    # gloo collective loses its peer first ("Connection closed by peer [worker]") and the EngineCore dies of it
+    # (0.32.0 vllm/v1/engine/core.py:1496-1512): EngineDeadError and the same clean exit either way.
+    monitor = "died unexpectedly, shutting down executor." in log
+    collective = f"Connection closed by peer [{WORKER_IP}]" in log and "EngineCore encountered a fatal error" in log
+    assert (monitor or collective) and "EngineDeadError" in log and "gate cluster: ok" in log, log[-3000:]
 
 
 def test_the_head_s_engine_killed_serving_again_with_no_ansible_run() -> None:
@@ -162,8 +172,10 @@ def test_the_head_s_engine_killed_serving_again_with_no_ansible_run() -> None:
     assert int(unit(HEAD, "NRestarts")) > restarts
 
 
-def test_switched_back_to_mp_the_ray_units_go_and_both_ranks_serve_a_rerun_changes_nothing() -> None:
-    switched = playbook("site.yml", "--tags", "ray,serve")
+def test_switched_to_mp_the_ray_units_go_and_both_ranks_serve_a_rerun_changes_nothing() -> None:
+    """The backend changed by the variable on a running cluster (tag-scoped, as an operator reruns): Ray's units
+    stopped, disabled and removed, a rank unit on every node, serving; a rerun changes nothing."""
+    switched = playbook("site.yml", "--tags", "ray,serve", *MP)
     assert switched.returncode == 0, tail(switched)
     assert "stopped, disabled and removed" in switched.stdout, tail(switched)
     assert serves()
@@ -177,5 +189,24 @@ def test_switched_back_to_mp_the_ray_units_go_and_both_ranks_serve_a_rerun_chang
         assert host.file("/opt/sparkops/ray/bin/vllm").exists, name  # the venv stays: vLLM runs from it
     worker_args = node(WORKER).check_output(f"cat /proc/{main_pid(WORKER)}/cmdline | tr '\\0' ' '")
     assert "--distributed-executor-backend mp --nnodes 2 --node-rank 1" in worker_args and "--headless" in worker_args, worker_args
+    again = playbook("site.yml", "--tags", "ray,serve", *MP)
+    assert again.returncode == 0 and {counts["changed"] for counts in recap(again).values()} == {0}, tail(again)
+
+
+def test_switched_back_to_ray_the_worker_s_rank_unit_goes_and_ray_serves_a_rerun_changes_nothing() -> None:
+    """And back by the inventory's own value: the worker's rank unit stopped, disabled and removed, Ray's units on
+    every node, vLLM on the head through Ray's executor again; a rerun changes nothing."""
+    switched = playbook("site.yml", "--tags", "ray,serve")
+    assert switched.returncode == 0, tail(switched)
+    assert serves()
+    worker = node(WORKER)
+    assert not worker.file(f"/etc/systemd/system/{UNIT}.service").exists
+    assert not worker.file(f"/etc/systemd/system/multi-user.target.wants/{UNIT}.service").exists
+    assert not worker.run("pgrep -f 'vllm serve'").stdout.strip()
+    for name, ray_unit in RAY_UNITS.items():
+        assert node(name).service(ray_unit).is_enabled and node(name).service(ray_unit).is_running, name
+    args = node(HEAD).check_output(f"cat /proc/{main_pid(HEAD)}/cmdline | tr '\\0' ' '")
+    assert "--distributed-executor-backend ray" in args and "--nnodes" not in args, args
+    assert maps_vllm_extension(WORKER, worker_proc())
     again = playbook("site.yml", "--tags", "ray,serve")
     assert again.returncode == 0 and {counts["changed"] for counts in recap(again).values()} == {0}, tail(again)
