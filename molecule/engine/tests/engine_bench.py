@@ -11,13 +11,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
 from sparklab import engine_record  # noqa: E402
-from sparklab.engine_record import OUTPUT_TOKENS, PROMPT_TOKENS, REQUESTS, TOLERANCE, VENV, against_engine  # noqa: E402,F401
+from sparklab.engine_record import OUTPUT_TOKENS, PROMPT_TOKENS, REQUESTS, TOLERANCE, VENV, against_engine  # noqa: E402
 
 HEAD = os.environ["ENGINE_LAB_HEAD"]
 HEAD_IP = os.environ["ENGINE_LAB_HEAD_FABRIC_IP"]
 API_KEY = os.environ["ENGINE_LAB_API_KEY"]
 FIGURES = Path(os.environ.get("SPARKOPS_JUNIT_DIR", "/tmp")) / "engine-benchmark.json"
 LEVELS = (1, 2)
+
+# The tests import these from here, the shared ones included (re-exported).
+__all__ = [
+    "API_KEY",
+    "FIGURES",
+    "HEAD",
+    "HEAD_IP",
+    "LEVELS",
+    "OUTPUT_TOKENS",
+    "PROMPT_TOKENS",
+    "REQUESTS",
+    "TOLERANCE",
+    "VENV",
+    "against_engine",
+    "measured",
+    "ours",
+]
 
 
 def ours(output_dir: Path, concurrency: int, figures: Path = FIGURES) -> dict[str, t.Any]:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.serving import TIMINGS, UNIT, Serving, main_pid, record, unit  # noqa: E402,F401
+from sparklab.serving import TIMINGS, UNIT, Serving, main_pid, record, unit  # noqa: E402
 
 HEAD = os.environ["ENGINE_LAB_HEAD"]
 WORKER = os.environ["ENGINE_LAB_WORKER"]
@@ -20,3 +20,22 @@ BASE = SERVING.base
 serves = SERVING.serves
 wait_serving = SERVING.wait_serving
 wait_not_serving = SERVING.wait_not_serving
+
+# The tests import these from here, the shared ones included (re-exported).
+__all__ = [
+    "API_KEY",
+    "BASE",
+    "HEAD",
+    "HEAD_MGMT_IP",
+    "MODEL",
+    "SERVING",
+    "TIMINGS",
+    "UNIT",
+    "WORKER",
+    "main_pid",
+    "record",
+    "serves",
+    "unit",
+    "wait_not_serving",
+    "wait_serving",
+]

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(os.environ["RAY_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.serving import TIMINGS, UNIT, Serving, main_pid, record, unit  # noqa: E402,F401
+from sparklab.serving import TIMINGS, UNIT, Serving, main_pid, record, unit  # noqa: E402
 
 HEAD = os.environ["RAY_LAB_HEAD"]
 WORKER = os.environ["RAY_LAB_WORKERS"].split(",")[0]
@@ -16,3 +16,18 @@ SERVING = Serving(HEAD, WORKER, os.environ["RAY_LAB_HEAD_MGMT_IP"], os.environ["
 serves = SERVING.serves
 wait_serving = SERVING.wait_serving
 wait_not_serving = SERVING.wait_not_serving
+
+# The tests import these from here, the shared ones included (re-exported).
+__all__ = [
+    "HEAD",
+    "SERVING",
+    "TIMINGS",
+    "UNIT",
+    "WORKER",
+    "main_pid",
+    "record",
+    "serves",
+    "unit",
+    "wait_not_serving",
+    "wait_serving",
+]
