@@ -38,8 +38,9 @@ __all__ = [
 
 
 def ours(output_dir: Path, concurrency: int, figures: Path = FIGURES) -> dict[str, t.Any]:
-    """playbooks/benchmark.yml at one level (no warm-up), run on the head (sparklab.engine_record.benchmark_level)."""
-    return engine_record.benchmark_level(HEAD, HEAD_IP, API_KEY, output_dir, concurrency, figures)
+    """playbooks/benchmark.yml at one level (no warm-up), run on the head as `vllm bench serve` is, its endpoint the
+    default from a node: the head's fabric address (sparklab.engine_record.benchmark_level)."""
+    return engine_record.benchmark_level(HEAD_IP, API_KEY, output_dir, concurrency, figures, run_on=HEAD)
 
 
 # The engine on the head's record of a load generator's requests (sparklab.engine_record.measured).

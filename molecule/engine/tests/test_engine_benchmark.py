@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import typing as t
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from engine_bench import (
 )
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab.scenario import node  # noqa: E402
+from sparklab.scenario import node, playbook  # noqa: E402
 
 MODEL = os.environ["ENGINE_LAB_MODEL"]
 CACHE = "/var/lib/sparkops/huggingface/hub/models--sparkops-lab--tiny-moe/snapshots"
@@ -105,3 +106,18 @@ def test_the_benchmark_agrees_with_vllm_bench_serve(tmp_path: Path) -> None:
     figures = {"prompt_tokens": PROMPT_TOKENS, "output_tokens": OUTPUT_TOKENS, "requests": REQUESTS, "levels": runs}
     FIGURES.write_text(json.dumps(figures, indent=2) + "\n")
     assert not any(problems.values()), (problems, runs)
+
+
+def test_an_endpoint_the_load_generator_cannot_reach_fails_at_once_naming_it() -> None:
+    """What the README's command did before the default followed the load generator: from the controller, the head's
+    fabric address (the lab fences this host off the fabric, as Sparks cabled back to back are). It fails within the
+    connect timeout, before any request, naming the address and the variables to set."""
+    url = f"http://{HEAD_IP}:8000"
+    started = time.monotonic()
+    run = playbook("playbooks/benchmark.yml", "-e", json.dumps({"benchmark_url": url}))
+    took = time.monotonic() - started
+    said = run.stdout + run.stderr
+    assert run.returncode != 0, said[-3000:]
+    assert f"benchmark_url {url}: localhost (benchmark_run_on) cannot reach {HEAD_IP}:8000 within 5 s" in said, said[-3000:]
+    assert f"(the head: {HEAD})" in said and "Sweep the concurrency levels" not in said, said[-3000:]
+    assert took < 90, took  # the playbook's own start and reads, plus the 5 s connect timeout; the sweep's would be 300 s

@@ -149,7 +149,7 @@ def test_the_token_is_root_only_the_same_everywhere_and_never_in_a_unit_or_argv(
 def test_a_ray_client_without_the_token_is_refused(credential: str, cluster: list[dict[str, t.Any]]) -> None:
     """From another node of the fabric (the worker), a Ray client that would run a task on the cluster: refused by
     the head's GCS without the token or with a wrong one; the same client with the token runs the task."""
-    worker = node(os.environ['RAY_LAB_WORKERS'].split(',')[0])
+    worker = node(os.environ["RAY_LAB_WORKERS"].split(",")[0])
     task = "ray.remote(lambda: 'ran as ' + __import__('getpass').getuser()).remote()"
     job = f"import ray; ray.init(address='{HEAD_IP}:6379', logging_level='ERROR'); print(ray.get({task}))"
     # One connection attempt (Ray retries for about 20 s otherwise); RAY_AUTH_MODE unset: Ray's own default.

@@ -19,12 +19,13 @@ OUTPUT_TOKENS = 16
 REQUESTS = 16
 
 
-def benchmark_level(head: str, head_ip: str, api_key: str, output_dir: Path, concurrency: int, figures: Path) -> dict[str, t.Any]:
-    """playbooks/benchmark.yml at one level (no warm-up), run on ``head`` against its fabric address ``head_ip``; its
-    report's Markdown and plot copied beside ``figures`` (named for it and the level)."""
+def benchmark_level(address: str, api_key: str, output_dir: Path, concurrency: int, figures: Path, run_on: str | None = None) -> dict[str, t.Any]:
+    """playbooks/benchmark.yml at one level (no warm-up) on the scenario's inventory, with no endpoint given: from the
+    controller as the README runs it, or with ``run_on`` from that node; the report says it measured the head at
+    ``address`` (the default for where the load ran: the head's management address, or its fabric address) from
+    there. Its Markdown and plot are copied beside ``figures`` (named for it and the level)."""
     extra = {
-        "benchmark_run_on": head,
-        "benchmark_url": f"http://{head_ip}:8000",
+        **({"benchmark_run_on": run_on} if run_on else {}),
         "benchmark_concurrency": [concurrency],
         "benchmark_prompt_tokens": PROMPT_TOKENS,
         "benchmark_output_tokens": OUTPUT_TOKENS,
@@ -36,6 +37,8 @@ def benchmark_level(head: str, head_ip: str, api_key: str, output_dir: Path, con
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert api_key not in run.stdout + run.stderr
     report = json.loads((output_dir / "benchmark.json").read_text())
+    header = report["header"]
+    assert (header["client"], header["url"].rstrip("/")) == (run_on or "localhost", f"http://{address}:8000"), header
     for suffix in (".md", ".png"):  # beside the figures, for docs/ (the README shows the plot)
         shutil.copy(output_dir / f"benchmark{suffix}", figures.with_name(f"{figures.stem}-c{concurrency}{suffix}"))
     return dict(report["levels"][0])
