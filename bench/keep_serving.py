@@ -12,7 +12,13 @@ JUnit properties of its tests, the seconds from the event to the first completio
 
 Each figure is also given as a ratio to the restart, since absolute times on these machines are noise.
 
-    .venv/bin/python bench/keep_serving.py [--junit tests/output/ci/molecule-serve.xml] [--write]
+With ``--engine-timings`` (the Molecule scenario `engine`'s tests/output/ci/engine-recovery.json, as make test or
+bench/engine_recovery.py leaves it), a second table: a wedge seen in the engine's own counters against one only the
+timed completion can see, from the stop of rank 0's EngineCore to the probe's restart, with the same probe settings
+in one run (``wedge_by_counters_s``, ``wedge_by_completion_s``, tests/test_engine_wedge.py), as a ratio to the latter.
+
+    .venv/bin/python bench/keep_serving.py [--junit tests/output/ci/molecule-serve.xml]
+        [--engine-timings tests/output/ci/engine-recovery.json] [--write]
 
 Without ``--junit`` it runs ``molecule test -s serve`` first (about 40 minutes) and reads what it wrote.
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET  # noqa: S405 - our own test run's JUnit file
@@ -58,7 +65,29 @@ def run_scenario(junit_dir: Path) -> Path:
     return junit
 
 
-def render(timings: dict[str, float]) -> str:
+WEDGE_BASELINE = "wedge_by_completion_s"
+WEDGE_CASES = (
+    (WEDGE_BASELINE, "engine stopped while idle: only the timed completion sees it (3 failed probes of 8 s, 3 s apart; baseline)"),
+    ("wedge_by_counters_s", "engine stopped mid-generation: requests running, no token for 12 s in vLLM's counters"),
+)
+
+
+def wedge_rows(engine_timings: dict[str, float]) -> list[str]:
+    """The wedge table (from the stop to the probe's restart), or nothing when the engine scenario's figures lack it."""
+    if not all(key in engine_timings for key, _label in WEDGE_CASES):
+        return []
+    return [
+        "",
+        "A wedge seen by the probe, from the Molecule scenario `engine` (mp, TP=2; tests/test_engine_wedge.py): from the",
+        "stop of rank 0's EngineCore (SIGSTOP) to the liveness probe's restart of vLLM; ratio: to the completion's.",
+        "",
+        "| wedge | seconds to the restart | ratio to the completion's |",
+        "| --- | ---: | ---: |",
+        *ratio_rows(engine_timings, WEDGE_CASES, WEDGE_BASELINE),
+    ]
+
+
+def render(timings: dict[str, float], engine_timings: dict[str, float] | None = None) -> str:
     rows = ratio_rows(timings, CASES, BASELINE)
     held = f" vLLM stayed stopped {timings['held_s']:.1f} s while the memory was held." if "held_s" in timings else ""
     return "\n".join(
@@ -76,6 +105,7 @@ def render(timings: dict[str, float]) -> str:
             "The wedge figure is mostly detection (two failed probes of 3 s timeouts, 2 s apart) plus the restart; the",
             "release figure is the guard's hold (2 s) plus a start, which can beat the baseline: a restart first stops the",
             "running engine, the guard's start finds it stopped already.",
+            *wedge_rows(engine_timings or {}),
             "",
         ]
     )
@@ -84,13 +114,17 @@ def render(timings: dict[str, float]) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--junit", type=Path, help="the serve scenario's JUnit file (default: run the scenario first)")
+    parser.add_argument("--engine-timings", type=Path, help="the engine scenario's engine-recovery.json: the wedge table")
     parser.add_argument("--write", action="store_true", help="write the section into docs/benchmarks.md")
     args = parser.parse_args(argv)
     path = args.junit or run_scenario(REPO / "tests" / "output" / "bench")
     timings = properties(path)
     if BASELINE not in timings:
         parser.error(f"{path} has no {BASELINE} (the baseline)")
-    publish(SECTION, render(timings), args.write)
+    engine_timings = json.loads(args.engine_timings.read_text(encoding="utf-8")) if args.engine_timings else None
+    if engine_timings is not None and not wedge_rows(engine_timings):
+        parser.error(f"{args.engine_timings} has no {' and '.join(key for key, _label in WEDGE_CASES)}")
+    publish(SECTION, render(timings, engine_timings), args.write)
     return 0
 
 

@@ -12,7 +12,8 @@ author:
   - sparkops.inference developers (@sparkops)
 description:
   - Returns a Prometheus rules file (one group, C(sparkops-inference)) with the alerts C(SparkopsVllmEngineDown)
-    (vLLM's C(/metrics) not scraped), C(SparkopsVllmQueueGrowing) (C(vllm:num_requests_waiting) above a level),
+    (vLLM's C(/metrics) not scraped), C(SparkopsVllmWedged) (requests running, and neither
+    C(vllm:generation_tokens_total) nor C(vllm:prompt_tokens_total) rose for a while), C(SparkopsVllmQueueGrowing) (C(vllm:num_requests_waiting) above a level),
     C(SparkopsVllmKvCacheFull) (C(vllm:kv_cache_usage_perc) at a level), C(SparkopsMemoryGuardFired)
     (C(sparkops_memory_guard_stops_total) rose) and C(SparkopsMemoryGuardHolding) (C(sparkops_memory_guard_holding)
     is 1). docs/metrics.md says why each threshold is what it is.
@@ -49,6 +50,11 @@ options:
         description: How far back a stop by the memory guard keeps its alert firing.
         type: str
         default: 15m
+      wedged_for:
+        description: How long requests may run with no token generated and no prompt processed before the engine counts
+          as wedged.
+        type: str
+        default: 5m
 """
 
 EXAMPLES = r"""
@@ -73,7 +79,7 @@ from collections.abc import Callable, Mapping
 
 from ansible.errors import AnsibleFilterError
 
-KEYS = ("engine_down_for", "queue_waiting", "queue_for", "kv_cache_usage", "kv_cache_for", "memory_guard_window")
+KEYS = ("engine_down_for", "queue_waiting", "queue_for", "kv_cache_usage", "kv_cache_for", "memory_guard_window", "wedged_for")
 
 
 def metrics_alert_rules_filter(thresholds: t.Any) -> dict[str, t.Any]:

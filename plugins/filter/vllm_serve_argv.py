@@ -13,13 +13,15 @@ author:
 description:
   - Returns the arguments the vllm_serve role runs C(vllm) with, C(serve) first - the model, its revision and served
     name, host and port, the parallel sizes, the memory share and the KV cache type; C(--max-model-len) where set;
-    C(--reasoning-parser) and C(--tool-call-parser) (with C(--enable-auto-tool-choice)) where not empty; the
+    C(--reasoning-parser) and C(--tool-call-parser) (with C(--enable-auto-tool-choice)) where not empty;
+    C(--speculative-config) (compact JSON) where V(vllm_serve_speculative) is not empty; the
     distributed backend (C(ray), or C(mp) with the node count, this node's rank and the head's address, a rank above 0
     C(--headless)); the extra arguments last.
   - Every value goes in as its text, a number as Jinja's C(string) filter writes it.
   - Fails, naming the variable, on a missing or unknown variable, a list or a mapping or a boolean where one argument
     goes, extra arguments that are not a list, a backend other than C(ray) or C(mp), and (backend C(mp)) a rank that is
-    not one of the nodes'.
+    not one of the nodes', and a V(vllm_serve_speculative) that is not a mapping of JSON values with a C(method), names
+    a draft model (not distributed yet), or comes with C(--speculative-config) in the extra arguments too.
 options:
   _input:
     description:
@@ -27,8 +29,8 @@ options:
         V(vllm_serve_host), V(vllm_serve_port), V(vllm_serve_tensor_parallel_size),
         V(vllm_serve_pipeline_parallel_size), V(vllm_serve_gpu_memory_utilization), V(vllm_serve_kv_cache_dtype),
         V(vllm_serve_max_model_len) (null, not passed), V(vllm_serve_reasoning_parser),
-        V(vllm_serve_tool_call_parser), V(vllm_serve_backend), V(vllm_serve_head_ip), V(vllm_serve_master_port) and
-        V(vllm_serve_extra_args).
+        V(vllm_serve_tool_call_parser), V(vllm_serve_speculative) (empty, not passed), V(vllm_serve_backend),
+        V(vllm_serve_head_ip), V(vllm_serve_master_port) and V(vllm_serve_extra_args).
     type: dict
     required: true
   nnodes:
@@ -51,7 +53,7 @@ EXAMPLES = r"""
           'vllm_serve_host': '0.0.0.0', 'vllm_serve_port': 8000, 'vllm_serve_tensor_parallel_size': 2,
           'vllm_serve_pipeline_parallel_size': 1, 'vllm_serve_gpu_memory_utilization': 0.8,
           'vllm_serve_kv_cache_dtype': 'auto', 'vllm_serve_max_model_len': none, 'vllm_serve_reasoning_parser': '',
-          'vllm_serve_tool_call_parser': '', 'vllm_serve_backend': 'mp', 'vllm_serve_head_ip': '192.168.100.10',
+          'vllm_serve_tool_call_parser': '', 'vllm_serve_speculative': {}, 'vllm_serve_backend': 'mp', 'vllm_serve_head_ip': '192.168.100.10',
           'vllm_serve_master_port': 29501, 'vllm_serve_extra_args': []}
          | sparkops.inference.vllm_serve_argv(nnodes=2, node_rank=1) }}
 """

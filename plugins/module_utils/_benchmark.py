@@ -61,6 +61,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from urllib.parse import urlsplit, urlunsplit
 
+from ansible_collections.sparkops.inference.plugins.module_utils._vllm_metrics import SPECULATION, counter_totals, speculation
+
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 DEFAULT_PROMPT_TOKENS = 256
 DEFAULT_OUTPUT_TOKENS = 128
@@ -71,6 +73,8 @@ BODY_EXCERPT = 300
 MAX_LINE = 1 << 20  # one SSE line; a chunk of vLLM's is a few hundred bytes
 MAX_ERROR_MESSAGES = 5
 VERSION_TIMEOUT = 10.0
+# The most of GET /metrics read (vLLM's is tens of kilobytes, its histograms' buckets the most of it).
+METRICS_LIMIT = 8 << 20
 
 # The kinds of failure (RequestRecord.error_kind, a level's error_kinds).
 HTTP_STATUS = "http_status"
@@ -418,6 +422,23 @@ def server_version(endpoint: Endpoint, timeout: float = VERSION_TIMEOUT, context
         connection.close()
 
 
+def speculation_counters(endpoint: Endpoint, timeout: float = VERSION_TIMEOUT, context: ssl.SSLContext | None = None) -> dict[str, float] | None:
+    """vLLM's speculative decoding counters from its ``GET /metrics`` (not guarded by the API key: none is sent); None
+    when it does not answer with Prometheus' text. An engine that does not speculate has none of them (an empty dict)."""
+    connection = _connection(endpoint, timeout, context)
+    try:
+        connection.request("GET", endpoint.path + "/metrics", headers={"User-Agent": USER_AGENT, "Accept": "text/plain"})
+        response = connection.getresponse()
+        raw = response.read(METRICS_LIMIT)
+        if response.status != 200:
+            return None
+        return counter_totals(raw.decode("utf-8", "replace"), SPECULATION)
+    except Exception:  # informational: a server without /metrics is measured all the same
+        return None
+    finally:
+        connection.close()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The statistics (pure functions)
 
@@ -665,12 +686,16 @@ def run_benchmark(
     send: Sender | None = None,
     version: t.Callable[[], str | None] | None = None,
     seed: str | None = None,
+    counters: t.Callable[[], dict[str, float] | None] | None = None,
 ) -> BenchmarkResult:
     """The warm-up (not counted), then each level in turn.
 
     A failed warm-up ends the run before the levels; a level in which every request failed ends it after that
     level (the server is down or refuses everything: the next levels would only wait for their timeouts).
-    ``send`` and ``version`` replace the HTTP client (tests); ``seed`` makes the prompts repeatable.
+    Around each level the engine's speculative decoding counters are read (``counters``; vLLM's ``/metrics``): the
+    level's ``speculative`` is what speculation did in it (:func:`_vllm_metrics.speculation`), None when the engine
+    does not speculate or does not say. Other traffic to the engine during the level (a liveness probe) counts too.
+    ``send``, ``version`` and ``counters`` replace the HTTP client (tests); ``seed`` makes the prompts repeatable.
     """
     endpoint = parse_url(config.url)
     context = ssl_context(config.validate_certs) if endpoint.scheme == "https" else None
@@ -683,6 +708,11 @@ def run_benchmark(
 
         def version() -> str | None:
             return server_version(endpoint, min(VERSION_TIMEOUT, config.timeout), context)
+
+    if counters is None:
+
+        def counters() -> dict[str, float] | None:
+            return speculation_counters(endpoint, min(VERSION_TIMEOUT, config.timeout), context)
 
     run_seed = seed if seed is not None else f"{random.SystemRandom().getrandbits(64):016x}"
     result = BenchmarkResult(url=endpoint.base, model=config.model, settings=config.settings(), started=utc_now())
@@ -711,8 +741,9 @@ def run_benchmark(
             words = int(result.prompt_calibration["words"])
     levels = list(config.concurrency)
     for index, concurrency in enumerate(levels):
+        before = counters()
         records, duration = run_level(bodies(str(concurrency), requests_for(concurrency, config.requests_per_level)), concurrency, send)
-        result.levels.append(level_metrics(records, duration, concurrency))
+        result.levels.append({**level_metrics(records, duration, concurrency), "speculative": speculation(before, counters())})
         if not any(record.success for record in records):
             rest = levels[index + 1 :]
             if rest:

@@ -227,6 +227,23 @@ def render_markdown(document: t.Mapping[str, t.Any], png_name: str | None) -> st
             for key in ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms", "mean_tpot_ms", "median_e2el_ms")
         ]
         lines.append(f"| {fmt(level['max_concurrency'])} | " + " | ".join(fmt(value) for value in cells) + " |")
+    speculating = [level for level in levels if isinstance(level.get("speculative"), dict)]
+    if speculating:
+        lines += [
+            "",
+            "## Speculative decoding",
+            "",
+            "| Concurrency | Drafts | Draft tokens | Accepted tokens | Acceptance rate | Mean acceptance length |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for level in speculating:
+            spec = level["speculative"]
+            rate = spec.get("acceptance_rate")
+            lines.append(
+                f"| {fmt(level['max_concurrency'])} | {fmt(spec.get('drafts'))} | {fmt(spec.get('draft_tokens'))} "
+                f"| {fmt(spec.get('accepted_tokens'))} | {MISSING if rate is None else fmt(100 * rate) + ' %'} "
+                f"| {fmt(spec.get('mean_acceptance_length'), 2)} |"
+            )
     if png_name:
         lines += ["", f"![Output tokens per second and time to first token against concurrency]({png_name})"]
     failures = [level for level in levels if level.get("failed")]
@@ -254,8 +271,15 @@ def render_markdown(document: t.Mapping[str, t.Any], png_name: str | None) -> st
         "- ITL: the gaps between a request's following chunks. TPOT: (latency - TTFT) / (output tokens - 1).",
         "- Per-request tok/s: 1 / mean TPOT, the rate of one request once its first token is out.",
         "- p50 is the median, p99 the 99th percentile (linear interpolation, as numpy's).",
-        "",
     ]
+    if speculating:
+        lines += [
+            "- Speculative decoding: the engine's own counters (its `/metrics`, vLLM 0.32",
+            "  `vllm/v1/spec_decode/metrics.py`) read before and after each level: acceptance rate = accepted / draft",
+            "  tokens; mean acceptance length = 1 + accepted / drafts (tokens a step, the bonus token included).",
+            "  Other requests the engine served during the level count too.",
+        ]
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -17,6 +17,13 @@ as one line, its state kept in a JSON file between runs (:class:`State`):
 - a failed probe while the engine loads (no answer yet since the unit last started, within ``startup_grace_s``) is
   not counted; nor is a timed-out probe while vLLM's own counter of generated tokens (``/metrics``) still grows: the
   engine is busy, not dead;
+- first, vLLM's own counters (``GET /metrics``, :func:`read_engine`): while requests run, tokens generated or
+  prompt tokens processed since the last run mean it works (no completion of its own is sent); requests running
+  with neither counter moving for ``wedge_after_s`` is a wedge (an engine stuck mid-generation can keep its GPU
+  busy while producing nothing, vllm#37729), acted on at once as ``failures`` failed probes would be. The counters
+  count a prefill when it ends (vLLM 0.32 vllm/v1/metrics/loggers.py:1262, stats.py:453-457): one prefill longer
+  than ``wedge_after_s`` with no other request decoding reads as a wedge. With no request running, or no
+  ``/metrics``, the timed completion decides;
 - after ``failures`` failed probes in a row, the serving group is restarted (``systemctl restart --no-block``): in
   Ray mode the vLLM unit, or the Ray head unit when the cluster lost a node (vLLM requires it, so it restarts with
   it, and the workers' Ray units rejoin on their own); in mp mode the head's rank, whose restart the other ranks'
@@ -30,7 +37,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -49,10 +55,9 @@ from ansible_collections.sparkops.inference.plugins.module_utils._openai_endpoin
 )
 from ansible_collections.sparkops.inference.plugins.module_utils._run_command import run_command
 from ansible_collections.sparkops.inference.plugins.module_utils._serve_gate import GateSettings, cluster_gate
+from ansible_collections.sparkops.inference.plugins.module_utils._vllm_metrics import GENERATION_TOKENS, PROMPT_TOKENS, REQUESTS_RUNNING, counter_totals
 
 HOUR = 3600.0
-# vLLM's counter of generated tokens (v1/metrics/loggers.py): grows while the engine generates for anyone.
-GENERATION_TOKENS = re.compile(r"^vllm:generation_tokens_total(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.M)
 
 SystemctlRunner = t.Callable[[t.Sequence[str]], tuple[int, str]]
 
@@ -68,6 +73,7 @@ VARIABLES = {
     "max_restarts_per_hour": "vllm_serve_liveness_max_restarts_per_hour",
     "timeout_s": "vllm_serve_liveness_timeout_s",
     "startup_grace_s": "vllm_serve_liveness_startup_grace_s",
+    "wedge_after_s": "vllm_serve_liveness_wedge_after_s",
 }
 
 
@@ -95,6 +101,7 @@ class Settings:
     max_restarts_per_hour: int = 3
     timeout_s: float = 60.0
     startup_grace_s: float = 1800.0
+    wedge_after_s: float = 120.0
     max_tokens: int = 4
 
     @classmethod
@@ -118,6 +125,7 @@ class Settings:
                 max_restarts_per_hour=int(_positive(raw, "max_restarts_per_hour", integer=True)),
                 timeout_s=_positive(raw, "timeout_s"),
                 startup_grace_s=_positive(raw, "startup_grace_s"),
+                wedge_after_s=_positive({"wedge_after_s": raw.get("wedge_after_s", cls.wedge_after_s)}, "wedge_after_s"),
                 max_tokens=int(_positive({"max_tokens": raw.get("max_tokens", 4)}, "max_tokens", integer=True)),
             )
         except KeyError as exc:
@@ -137,6 +145,8 @@ class State:
     ready_invocation: str = ""  # the unit's invocation in which the endpoint answered
     gave_up_invocation: str = ""  # the invocation it stopped acting on (max restarts reached)
     generation_tokens: float | None = None  # vLLM's counter at the last probe
+    progress_tokens: float | None = None  # generated + prompt tokens when they last moved (or no request ran)
+    progress_at: float | None = None  # then (wall clock)
     last_probe: dict[str, t.Any] = field(default_factory=dict)  # at, ok, state, message
 
     @classmethod
@@ -145,12 +155,16 @@ class State:
             return cls()
         try:
             tokens = raw.get("generation_tokens")
+            progress = raw.get("progress_tokens")
+            progress_at = raw.get("progress_at")
             return cls(
                 failures=max(0, int(raw.get("failures") or 0)),
                 restarts=[float(at) for at in raw.get("restarts") or [] if math.isfinite(float(at))],
                 ready_invocation=str(raw.get("ready_invocation") or ""),
                 gave_up_invocation=str(raw.get("gave_up_invocation") or ""),
                 generation_tokens=float(tokens) if isinstance(tokens, (int, float)) and not isinstance(tokens, bool) else None,
+                progress_tokens=float(progress) if isinstance(progress, (int, float)) and not isinstance(progress, bool) else None,
+                progress_at=float(progress_at) if isinstance(progress_at, (int, float)) and not isinstance(progress_at, bool) else None,
                 last_probe=dict(raw.get("last_probe") or {}),
             )
         except (TypeError, ValueError):
@@ -177,32 +191,90 @@ class ProbeResult:
 
 
 @dataclass(frozen=True)
+class EngineCounters:
+    """vLLM's own view (its /metrics), summed over its engines: requests running, and tokens generated or prompt tokens
+    processed in all."""
+
+    running: float
+    tokens: float
+
+
+@dataclass(frozen=True)
 class Decision:
     action: str  # "none", "restart", "restart_ray", "give_up"
     message: str
 
 
+def stalled_for(state: State, engine: EngineCounters | None, now: float) -> float | None:
+    """Seconds the engine has run requests with neither counter moving (from ``engine``, this run's reading, and
+    ``state``'s last progress, which it updates); None while it makes progress, runs none or cannot be read."""
+    if engine is None:
+        state.progress_tokens = state.progress_at = None
+        return None
+    if engine.running <= 0 or state.progress_tokens is None or state.progress_at is None or engine.tokens != state.progress_tokens:
+        state.progress_tokens, state.progress_at = engine.tokens, now
+        return None
+    return max(0.0, now - state.progress_at)
+
+
+def _would_wedge(state: State, engine: EngineCounters, now: float, settings: Settings) -> bool:
+    """Whether this reading completes a wedge (``state`` untouched)."""
+    stalled = stalled_for(State(progress_tokens=state.progress_tokens, progress_at=state.progress_at), engine, now)
+    return stalled is not None and stalled >= settings.wedge_after_s
+
+
 def decide(
-    state: State, status: UnitStatus, probe: ProbeResult | None, settings: Settings, now: float, monotonic_now: float, cluster_complete: bool | None = None
+    state: State,
+    status: UnitStatus,
+    probe: ProbeResult | None,
+    settings: Settings,
+    now: float,
+    monotonic_now: float,
+    cluster_complete: bool | None = None,
+    engine: EngineCounters | None = None,
 ) -> Decision:
-    """One run's decision; updates ``state``. ``probe`` is None when the unit was not active (nothing probed);
-    ``cluster_complete`` (Ray mode, asked only when a restart is due) False means the cluster lost a node."""
+    """One run's decision; updates ``state``. ``engine`` is vLLM's counters read this run (None: not read); while it
+    runs requests they decide and ``probe`` (the timed completion) is None; otherwise ``probe`` is the completion,
+    None when the unit was not active (nothing probed). ``cluster_complete`` (Ray mode, asked only when a restart is
+    due) False means the cluster lost a node."""
     state.restarts = [at for at in state.restarts if now - at < HOUR]
-    if status.active_state != "active" or probe is None:
+    working = engine is not None and engine.running > 0
+    if status.active_state != "active" or (probe is None and not working):
         state.failures = 0
-        state.generation_tokens = None
+        state.generation_tokens = state.progress_tokens = state.progress_at = None
         return Decision("none", f"{settings.unit} is {status.active_state}: not probed")
-    previous_tokens, state.generation_tokens = state.generation_tokens, probe.generation_tokens
-    state.last_probe = {"at": now, "ok": probe.ok, "state": probe.state, "message": probe.message}
+    stalled = stalled_for(state, engine, now)
+    if working and engine is not None:
+        wedged = stalled is not None and stalled >= settings.wedge_after_s
+        said = (
+            f"{engine.running:g} request(s) running, tokens moving (vLLM's counters)"
+            if stalled is None
+            else f"{engine.running:g} request(s) running and no token generated or prompt processed for {stalled:.0f} s "
+            f"(vLLM's counters; {VARIABLES['wedge_after_s']} {settings.wedge_after_s:g} s)"
+        )
+        state.last_probe = {"at": now, "ok": not wedged, "state": "wedged" if wedged else "generating" if stalled is None else "stalled", "message": said}
+    else:
+        assert probe is not None
+        previous_tokens, state.generation_tokens = state.generation_tokens, probe.generation_tokens
+        said = probe.message
+        state.last_probe = {"at": now, "ok": probe.ok, "state": probe.state, "message": probe.message}
     if state.gave_up_invocation:
         if state.gave_up_invocation == status.invocation:
             return Decision(
                 "none",
                 f"stopped acting: {len(state.restarts)} restart(s) in the last hour reached "
                 f"{VARIABLES['max_restarts_per_hour']} ({settings.max_restarts_per_hour}); {settings.unit} left as it is "
-                f"(probe: {probe.message}); restart it, or rerun the role (--tags serve), to resume",
+                f"({said}); restart it, or rerun the role (--tags serve), to resume",
             )
         state.gave_up_invocation = ""  # started again by someone else: resume
+    if working:
+        if state.last_probe["ok"]:
+            if stalled is None:
+                state.failures = 0
+                state.ready_invocation = status.invocation
+            return Decision("none", ("serving: " if stalled is None else "") + said + ("" if stalled is None else ": not yet a wedge"))
+        return _act(state, status, settings, now, cluster_complete, f"wedged: {said}")
+    assert probe is not None
     if probe.ok:
         recovered = state.failures
         state.failures = 0
@@ -225,24 +297,27 @@ def decide(
     state.failures += 1
     if state.failures < settings.failures:
         return Decision("none", f"probe failed ({state.failures} of {settings.failures} in a row): {probe.message}")
+    return _act(state, status, settings, now, cluster_complete, f"probe failed {state.failures} times in a row ({probe.message})")
+
+
+def _act(state: State, status: UnitStatus, settings: Settings, now: float, cluster_complete: bool | None, why: str) -> Decision:
+    """A restart is due (``why``): the serving group's, Ray's head when the cluster lost a node; or, with the hour's
+    restarts used up, none, and the probe stops acting on this invocation of the unit."""
     if len(state.restarts) >= settings.max_restarts_per_hour:
         state.gave_up_invocation = status.invocation
         return Decision(
             "give_up",
-            f"probe failed {state.failures} times in a row ({probe.message}), but {len(state.restarts)} restart(s) in the last "
-            f"hour reached {VARIABLES['max_restarts_per_hour']} ({settings.max_restarts_per_hour}): stopped acting; "
-            f"{settings.unit} left as it is; look at `journalctl -u {settings.unit}`, then restart it or rerun the role",
+            f"{why}, but {len(state.restarts)} restart(s) in the last hour reached {VARIABLES['max_restarts_per_hour']} "
+            f"({settings.max_restarts_per_hour}): stopped acting; {settings.unit} left as it is; look at "
+            f"`journalctl -u {settings.unit}`, then restart it or rerun the role",
         )
     state.failures = 0
     state.restarts.append(now)
     state.ready_invocation = ""
+    state.progress_tokens = state.progress_at = None
     if cluster_complete is False and settings.ray_head_unit:
-        return Decision(
-            "restart_ray",
-            f"probe failed {settings.failures} times in a row ({probe.message}) and the Ray cluster lost a node: "
-            f"restarting {settings.ray_head_unit} (and {settings.unit} with it)",
-        )
-    return Decision("restart", f"probe failed {settings.failures} times in a row ({probe.message}): restarting {', '.join(settings.restart_units)}")
+        return Decision("restart_ray", f"{why} and the Ray cluster lost a node: restarting {settings.ray_head_unit} (and {settings.unit} with it)")
+    return Decision("restart", f"{why}: restarting {', '.join(settings.restart_units)}")
 
 
 # -- The run: systemd, the endpoint, the state file ---------------------------------------------------------------------
@@ -260,15 +335,26 @@ def unit_status(unit: str, run: SystemctlRunner) -> UnitStatus:
     return UnitStatus(state, fields.get("InvocationID", ""), since)
 
 
-def generation_tokens(settings: Settings, opener: Opener) -> float | None:
+def engine_totals(settings: Settings, opener: Opener) -> dict[str, float] | None:
+    """vLLM's counters the probe reads (``/metrics``, no API key: not guarded), summed over its engines; None when it
+    does not answer 200."""
     response = opener(HttpRequest("GET", f"{settings.url}/metrics", {}, None, min(settings.timeout_s, 10.0)))
     if response.status != 200:
         return None
-    found = GENERATION_TOKENS.findall(response.body.decode("utf-8", "replace"))
-    try:
-        return sum(float(value) for value in found) if found else None
-    except ValueError:
+    return counter_totals(response.body.decode("utf-8", "replace"), [GENERATION_TOKENS, PROMPT_TOKENS, REQUESTS_RUNNING])
+
+
+def read_engine(settings: Settings, opener: Opener) -> EngineCounters | None:
+    """Requests running and tokens processed, by vLLM's counters; None without them."""
+    totals = engine_totals(settings, opener)
+    if totals is None or REQUESTS_RUNNING not in totals or GENERATION_TOKENS not in totals:
         return None
+    return EngineCounters(running=totals[REQUESTS_RUNNING], tokens=totals[GENERATION_TOKENS] + totals.get(PROMPT_TOKENS, 0.0))
+
+
+def generation_tokens(settings: Settings, opener: Opener) -> float | None:
+    totals = engine_totals(settings, opener)
+    return None if totals is None else totals.get(GENERATION_TOKENS)
 
 
 def probe_endpoint(settings: Settings, api_key: str | None, opener: Opener) -> ProbeResult:
@@ -345,11 +431,18 @@ def run_once(
     """One probe and one decision (what the timer's service runs), the state file read and written."""
     state = load_state(settings.state_file)
     status = unit_status(settings.unit, run)
-    probe = None
+    probe = engine = None
+    now = clock()
     if status.active_state == "active":
-        probe = probe_endpoint(settings, read_key(settings.api_key_file), opener or stdlib_opener())
-    due = probe is not None and not probe.ok and state.failures + 1 >= settings.failures
-    decision = decide(state, status, probe, settings, clock(), monotonic(), cluster(settings) if due else None)
+        opener = opener or stdlib_opener()
+        engine = read_engine(settings, opener)
+        if engine is None or engine.running <= 0:  # vLLM's counters decide while it runs requests
+            probe = probe_endpoint(settings, read_key(settings.api_key_file), opener)
+    if probe is not None:
+        due = not probe.ok and state.failures + 1 >= settings.failures
+    else:  # a wedge is due at once (the same reading decide() makes)
+        due = engine is not None and engine.running > 0 and _would_wedge(state, engine, now, settings)
+    decision = decide(state, status, probe, settings, now, monotonic(), cluster(settings) if due else None, engine)
     log(decision.message)
     if decision.action in ("restart", "restart_ray"):
         units = [settings.ray_head_unit] if decision.action == "restart_ray" else list(settings.restart_units)

@@ -357,6 +357,16 @@ levels:
       type: list
       elements: str
       returned: always
+    speculative:
+      description:
+        - What speculative decoding did during the level, from the engine's own counters (vLLM's C(/metrics), read
+          before and after the level with no API key; vLLM 0.32 C(vllm/v1/spec_decode/metrics.py)) - C(drafts),
+          C(draft_tokens), C(accepted_tokens), C(acceptance_rate) (accepted over draft tokens) and
+          C(mean_acceptance_length) (1 + accepted over drafts; null where nothing was drafted).
+        - Null when the engine does not speculate or does not answer C(/metrics). Other requests the engine served
+          during the level count too.
+      type: dict
+      returned: always
   sample:
     - max_concurrency: 1
       num_prompts: 8
@@ -384,6 +394,7 @@ levels:
       p99_e2el_ms: 5170.3
       error_kinds: {}
       error_messages: []
+      speculative: {drafts: 412, draft_tokens: 1236, accepted_tokens: 618, acceptance_rate: 0.5, mean_acceptance_length: 2.5}
 stopped:
   description: Which levels were not run because every request of a level failed; null when all ran.
   returned: always

@@ -124,10 +124,12 @@ def alert_rules(
     kv_cache_usage: t.Any = 0.95,
     kv_cache_for: t.Any = "5m",
     memory_guard_window: t.Any = "15m",
+    wedged_for: t.Any = "5m",
     names: Mapping[str, str] | None = None,
 ) -> dict[str, t.Any]:
-    """The alert rules (one group): vLLM's engine down, its request queue growing, its KV cache full, the memory guard
-    fired (and still holding vLLM stopped)."""
+    """The alert rules (one group): vLLM's engine down, wedged (requests running, no token generated or prompt
+    processed), its request queue growing, its KV cache full, the memory guard fired (and still holding vLLM
+    stopped)."""
     names = names or {}
 
     def name(key: str) -> str:
@@ -137,6 +139,9 @@ def alert_rules(
     waiting_for = duration(queue_for, name("queue_for"))
     kv_for = duration(kv_cache_for, name("kv_cache_for"))
     window = duration(memory_guard_window, name("memory_guard_window"))
+    wedged = duration(wedged_for, name("wedged_for"))
+    if not any(ch.isdigit() and ch != "0" for ch in wedged):
+        raise MetricsConfigError(f"{name('wedged_for')} must be longer than 0, got {wedged_for!r}")
     if not any(ch.isdigit() and ch != "0" for ch in window):
         raise MetricsConfigError(f"{name('memory_guard_window')} must be longer than 0, got {memory_guard_window!r}")
     if isinstance(queue_waiting, bool) or not isinstance(queue_waiting, (int, str)) or not str(queue_waiting).strip().isdigit():
@@ -163,6 +168,28 @@ def alert_rules(
                     + down_for
                     + ": the API server is down, still loading the model, or unreachable (firewall, address), or its target file"
                     " is gone. Check `systemctl status sparkops-vllm` on the head and playbooks/status.yml."
+                ),
+            },
+        },
+        {
+            # vllm#37729: a wedged engine keeps its requests running while its counters stand still. vLLM counts a
+            # prompt when its prefill ends (vllm/v1/metrics/loggers.py:1262): one prefill longer than the window with
+            # nothing decoding beside it reads as a wedge too.
+            "alert": "SparkopsVllmWedged",
+            "expr": (
+                f"sum by (instance, sparkops_node) (vllm:num_requests_running{{{vllm}}}) > 0"
+                f" and sum by (instance, sparkops_node) (increase(vllm:generation_tokens_total{{{vllm}}}[{wedged}])) == 0"
+                f" and sum by (instance, sparkops_node) (increase(vllm:prompt_tokens_total{{{vllm}}}[{wedged}])) == 0"
+            ),
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": "vLLM on {{ $labels.instance }} runs requests but has produced no token for " + wedged,
+                "description": (
+                    "vLLM ({{ $labels.instance }}, node {{ $labels.sparkops_node }}) has had requests running and has neither"
+                    " generated a token nor processed a prompt for "
+                    + wedged
+                    + ": the engine is wedged (its GPU may still read busy). The liveness probe restarts it"
+                    " (vllm_serve_liveness_wedge_after_s); `journalctl -u sparkops-vllm-liveness` says whether it did."
                 ),
             },
         },

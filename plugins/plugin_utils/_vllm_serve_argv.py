@@ -8,7 +8,7 @@ Every value goes in as its text (a number as Python and Jinja's ``string`` write
 what the variable holds; whether vLLM accepts it is the role's argument check's job (``sparkops-vllm-args-check``),
 whether systemd reads it back exactly is ``systemd_exec_args``'s. What is refused here, naming the variable, is what
 cannot be an argument at all: a missing variable, a list or a mapping where one word goes, a boolean, an unknown
-backend, a rank that is not one of the nodes'.
+backend, a rank that is not one of the nodes', a speculative configuration that cannot be one (_vllm_speculative).
 
 Note that this plugin util is **PRIVATE** to the collection. It can have breaking changes at any time.
 """
@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ansible_collections.sparkops.inference.plugins.plugin_utils._role_argv import argument_list, argument_text, check_names
+from ansible_collections.sparkops.inference.plugins.plugin_utils._vllm_speculative import SpeculativeConfigError, speculative_config_json
 
 PREFIX = "vllm_serve_"
 BACKENDS = ("ray", "mp")
@@ -39,7 +40,7 @@ WORDS = (
     "head_ip",
     "master_port",
 )
-VARIABLES = (*WORDS, "max_model_len", "backend", "extra_args")
+VARIABLES = (*WORDS, "max_model_len", "speculative", "backend", "extra_args")
 
 
 class VllmServeArgvError(ValueError):
@@ -71,6 +72,7 @@ class VllmServeInputs:
     head_ip: str
     master_port: str
     max_model_len: str | None
+    speculative: str | None
     backend: str
     extra_args: tuple[str, ...]
     nnodes: int
@@ -95,11 +97,17 @@ class VllmServeInputs:
                 f"node_rank {rank} is not a rank of the {nodes} node(s) of the mp group (the first host of spark_head, then spark_workers): "
                 "this host is not one of them"
             )
+        extra_args = argument_list(variables[PREFIX + "extra_args"], PREFIX + "extra_args", VllmServeArgvError)
+        try:
+            speculative = speculative_config_json(variables[PREFIX + "speculative"], extra_args)
+        except SpeculativeConfigError as exc:
+            raise VllmServeArgvError(str(exc)) from None
         return cls(
             **words,
             max_model_len=None if max_model_len is None else argument_text(max_model_len, PREFIX + "max_model_len", VllmServeArgvError),
+            speculative=speculative,
             backend=str(backend),
-            extra_args=argument_list(variables[PREFIX + "extra_args"], PREFIX + "extra_args", VllmServeArgvError),
+            extra_args=extra_args,
             nnodes=nodes,
             node_rank=rank,
         )
@@ -107,7 +115,8 @@ class VllmServeInputs:
 
 def vllm_serve_argv(inputs: VllmServeInputs) -> list[str]:
     """``vllm serve``'s arguments, ``serve`` first: the model and its serving flags, the optional ones where set
-    (``--max-model-len``; ``--reasoning-parser``; ``--tool-call-parser`` with ``--enable-auto-tool-choice``), the
+    (``--max-model-len``; ``--reasoning-parser``; ``--tool-call-parser`` with ``--enable-auto-tool-choice``;
+    ``--speculative-config``), the
     distributed backend (Ray; or mp with this node's rank, the workers ``--headless``), the extra arguments last."""
     argv = [
         "serve", inputs.model, "--revision", inputs.revision, "--served-model-name", inputs.served_model_name,
@@ -123,6 +132,8 @@ def vllm_serve_argv(inputs: VllmServeInputs) -> list[str]:
         argv += ["--reasoning-parser", inputs.reasoning_parser]
     if inputs.tool_call_parser:
         argv += ["--tool-call-parser", inputs.tool_call_parser, "--enable-auto-tool-choice"]
+    if inputs.speculative is not None:
+        argv += ["--speculative-config", inputs.speculative]
     if inputs.backend == "ray":
         argv += ["--distributed-executor-backend", "ray"]
     else:

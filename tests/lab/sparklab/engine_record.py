@@ -56,6 +56,10 @@ COUNTERS = {
     "tpot_count": "vllm:request_time_per_output_token_seconds_count",
     "e2e_sum": "vllm:e2e_request_latency_seconds_sum",
     "e2e_count": "vllm:e2e_request_latency_seconds_count",
+    # Speculative decoding (vLLM 0.32 vllm/v1/spec_decode/metrics.py:229-231); 0 when the engine does not speculate.
+    "spec_drafts": "vllm:spec_decode_num_drafts_total",
+    "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+    "spec_accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total",
 }
 READ_METRICS = f"""
 import json, urllib.request

@@ -44,3 +44,16 @@ def test_without_the_baseline_it_refuses(tmp_path: Path) -> None:
     junit.write_text(JUNIT.replace("restart_to_serving_s", "other_s"), encoding="utf-8")
     with pytest.raises(SystemExit):
         keep_serving.main(["--junit", str(junit)])
+
+
+def test_the_engine_scenario_s_wedge_times_as_a_second_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junit = tmp_path / "molecule-serve.xml"
+    junit.write_text(JUNIT, encoding="utf-8")
+    engine = tmp_path / "engine-recovery.json"
+    engine.write_text('{"wedge_by_counters_s": 17.0, "wedge_by_completion_s": 42.5, "engine_start_s": 30.0}', encoding="utf-8")
+    assert keep_serving.main(["--junit", str(junit), "--engine-timings", str(engine)]) == 0
+    out = capsys.readouterr().out
+    assert "no token for 12 s in vLLM's counters | 17.0 | 0.40 |" in out and "(3 failed probes of 8 s, 3 s apart; baseline) | 42.5 | 1.00 |" in out
+    engine.write_text('{"wedge_by_counters_s": 17.0}', encoding="utf-8")
+    with pytest.raises(SystemExit):
+        keep_serving.main(["--junit", str(junit), "--engine-timings", str(engine)])

@@ -114,7 +114,7 @@ def test_the_targets_jobs_and_rules_on_the_controller_and_the_prometheus_host_th
         checked = subprocess.run([promtool(), "check", "config", str(jobs_file)], capture_output=True, text=True, check=False)
         assert checked.returncode == 0 and "WARNING" not in checked.stdout + checked.stderr, checked.stdout + checked.stderr
         checked = subprocess.run([promtool(), "check", "rules", str(rules_file)], capture_output=True, text=True, check=False)
-        assert checked.returncode == 0 and "SUCCESS: 5 rules found" in checked.stdout, checked.stdout + checked.stderr
+        assert checked.returncode == 0 and "SUCCESS: 6 rules found" in checked.stdout, checked.stdout + checked.stderr
         text = rules_file.read_text()
         assert text.startswith("# Managed by sparkops.inference (role metrics).")
         assert "{{ $labels.instance }}" in text and "vllm:kv_cache_usage_perc" in text and "sparkops_memory_guard_holding" in text
@@ -303,7 +303,7 @@ def test_a_real_prometheus_scrapes_the_targets_and_fires_the_alerts(tmp_path: Pa
                 "SparkopsVllmKvCacheFull": {("spark-head", "pending")},
             }
             rules = api(base, "/api/v1/rules")["data"]["groups"]
-            assert [(group["name"], len(group["rules"])) for group in rules] == [("sparkops-inference", 5)]
+            assert [(group["name"], len(group["rules"])) for group in rules] == [("sparkops-inference", 6)]
             assert all(rule["health"] == "ok" for rule in rules[0]["rules"]), rules
         finally:
             server.terminate()

@@ -72,6 +72,7 @@ def test_ray_mode_probes_the_heads_endpoint_and_may_restart_ray_when_a_node_is_l
         "max_restarts_per_hour": 3,
         "timeout_s": 60.0,
         "startup_grace_s": 1800.0,
+        "wedge_after_s": 120.0,
     }
     assert KEY not in "".join(files.values())
     service = files["sparkops-vllm-liveness.service"]
@@ -101,6 +102,7 @@ def test_without_a_key_the_probe_sends_none(tmp_path: Path) -> None:
         ("vllm_serve_liveness_interval_s", 0, "a number of seconds above 0"),
         ("vllm_serve_liveness_timeout_s", -5, "a number of seconds above 0"),
         ("vllm_serve_liveness_startup_grace_s", "soon", "a number of seconds above 0"),
+        ("vllm_serve_liveness_wedge_after_s", 0, "a number of seconds above 0"),
         ("vllm_serve_liveness_failures", 0, "a whole number of at least 1"),
         ("vllm_serve_liveness_failures", 2.5, "a whole number of at least 1"),
         ("vllm_serve_liveness_max_restarts_per_hour", True, "a whole number of at least 1"),

@@ -118,6 +118,16 @@ def test_mp_mode_a_unit_per_node_the_workers_headless(tmp_path: Path) -> None:
     assert json.loads(files["spark-worker1.json"])["gates"] == ["snapshot", "memory"]
 
 
+def test_speculative_decoding_reaches_every_rank_as_one_json_argument(tmp_path: Path) -> None:
+    """vllm_serve_speculative in the unit of each mp rank as vLLM reads it: one argument, the compact JSON."""
+    speculative = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
+    files = render(tmp_path, vllm_serve_backend="mp", vllm_serve_speculative=speculative)
+    for host in ("spark-head", "spark-worker1"):
+        (argv,) = systemd_syntax.read(files[f"{host}.service"]).commands["ExecStart"]
+        at = argv.index("--speculative-config")
+        assert json.loads(argv[at + 1]) == speculative and argv[at + 2] == "--distributed-executor-backend", argv
+
+
 def test_mp_mode_fences_the_headless_ranks_to_the_nodes_and_leaves_rank_0_open_for_the_api(tmp_path: Path) -> None:
     files = render(tmp_path, vllm_serve_backend="mp")
     head, worker = (systemd_syntax.read(files[f"{host}.service"]) for host in ("spark-head", "spark-worker1"))

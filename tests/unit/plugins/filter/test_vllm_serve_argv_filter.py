@@ -19,7 +19,7 @@ def role_vars(**overrides: t.Any) -> dict[str, t.Any]:
         "model": "Qwen/Qwen3-8B", "revision": "main", "served_model_name": "qwen3-8b", "host": "0.0.0.0", "port": 8000,
         "tensor_parallel_size": 2, "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.85, "kv_cache_dtype": "fp8",
         "max_model_len": 40960, "reasoning_parser": "", "tool_call_parser": "", "backend": "mp", "head_ip": "10.0.0.1",
-        "master_port": 29501, "extra_args": ["--enforce-eager"],
+        "master_port": 29501, "speculative": {}, "extra_args": ["--enforce-eager"],
     }  # fmt: skip
     values.update(overrides)
     return {f"vllm_serve_{name}": value for name, value in values.items()}
@@ -46,6 +46,7 @@ def test_filter_defaults_to_a_single_node_rank_0() -> None:
         (role_vars(tool_call_parser=None), {}, "vllm_serve_tool_call_parser must be a string or a number"),
         (role_vars(backend="ray", extra_args="--enforce-eager"), {}, "vllm_serve_extra_args must be a list of arguments"),
         (role_vars(), {"nnodes": 2, "node_rank": -1}, "node_rank -1 is not a rank of the 2 node(s)"),
+        (role_vars(speculative={"method": "eagle3", "model": "org/head"}), {}, "vllm_serve_speculative.model: a draft model is not supported"),
     ],
 )
 def test_filter_errors_name_the_filter_and_the_variable(value: t.Any, kwargs: dict[str, t.Any], said: str) -> None:

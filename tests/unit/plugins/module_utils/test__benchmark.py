@@ -38,6 +38,8 @@ from ansible_collections.sparkops.inference.plugins.module_utils._benchmark impo
     stream_chat,
     synthetic_prompt,
 )
+from ansible_collections.sparkops.inference.plugins.module_utils._vllm_metrics import SPECULATION
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 MODEL = "tiny-moe"
 SECRET = "sk-bench-3c9e1a77f2d0"
@@ -87,8 +89,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        owner = t.cast(_Server, self.server).owner
+        owner.gets.append((self.path, dict(self.headers.items())))
         if self.path == "/version":
             self._whole(200, b'{"version":"0.30.0"}')
+        elif self.path == "/metrics" and owner.metrics:
+            self._whole(200, owner.metrics_text())
         else:
             self._whole(404, b'{"detail":"Not Found"}')
 
@@ -174,6 +180,21 @@ class SseServer:
     headers: list[dict[str, str]] = field(default_factory=list)
     in_flight: int = 0
     most_in_flight: int = 0
+    # GET /metrics: served (as prometheus_client writes it) or 404; what each request adds to the speculative
+    # counters (drafts, draft tokens, accepted tokens), None for an engine that does not speculate.
+    metrics: bool = True
+    speculative_per_request: tuple[int, int, int] | None = None
+    gets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+    def metrics_text(self) -> bytes:
+        registry = CollectorRegistry()
+        requests = len(self.bodies)
+        Counter("vllm:generation_tokens", "doc", ["model_name", "engine"], registry=registry).labels(MODEL, "0").inc(8 * requests)
+        if self.speculative_per_request is not None:
+            for name, each in zip(SPECULATION, self.speculative_per_request, strict=True):
+                family = Counter(name.removesuffix("_total"), "doc", ["model_name", "engine"], registry=registry)
+                family.labels(MODEL, "0").inc(each * requests)
+        return bytes(generate_latest(registry))
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -570,3 +591,23 @@ def test_the_levels_use_the_calibrated_word_count() -> None:
     assert result.as_dict()["prompt_calibration"] == {"words": 16, "tokens_per_word": 2.0, "template_tokens": 10}
     assert [len(b["messages"][0]["content"].split()) for b in bodies] == [16, 32, 16, 16]
     assert bodies[1]["max_tokens"] == 1 and "ignore_eos" not in bodies[1]
+
+
+def test_each_level_reports_what_speculation_did_from_the_engine_s_counters_with_no_key_sent_there(server: SseServer) -> None:
+    """Around each level the engine's /metrics is read (vLLM's spec-decode counters): 2 requests a level, each adding
+    4 drafts of 3 tokens with 6 accepted, make half the draft tokens accepted and 2.5 tokens a step; the API key goes
+    to the completions only."""
+    server.speculative_per_request = (4, 12, 6)
+    result = run_benchmark(config(server.url, concurrency=[1, 2], requests_per_level=2, api_key=SECRET, warmup=False))
+    expected = {"drafts": 8, "draft_tokens": 24, "accepted_tokens": 12, "acceptance_rate": 0.5, "mean_acceptance_length": 2.5}
+    assert [level["speculative"] for level in result.levels] == [expected, expected]
+    metrics = [headers for path, headers in server.gets if path == "/metrics"]
+    assert len(metrics) == 4 and not any(SECRET in str(headers) for headers in metrics)
+    assert all(SECRET in headers.get("Authorization", "") for headers in server.headers)
+
+
+@pytest.mark.parametrize("served", [True, False])
+def test_no_speculative_figures_from_an_engine_that_does_not_speculate_or_has_no_metrics(server: SseServer, served: bool) -> None:
+    server.metrics = served
+    result = run_benchmark(config(server.url, requests_per_level=2, warmup=False))
+    assert [level["speculative"] for level in result.levels] == [None] and result.levels[0]["completed"] == 2

@@ -172,6 +172,18 @@ def test_markdown_has_the_header_a_row_a_level_the_plot_and_the_failures() -> No
     assert "## Definitions" in lines
 
 
+def test_markdown_shows_speculative_decoding_only_where_the_engine_speculated() -> None:
+    plain = render_markdown(build_document(sweep(), DEPLOYMENT), None)
+    assert "## Speculative decoding" not in plain and "acceptance rate" not in plain
+    result = sweep()
+    result["levels"][0]["speculative"] = {"drafts": 4, "draft_tokens": 12, "accepted_tokens": 6, "acceptance_rate": 0.5, "mean_acceptance_length": 2.5}
+    result["levels"][1]["speculative"] = {"drafts": 0, "draft_tokens": 0, "accepted_tokens": 0, "acceptance_rate": None, "mean_acceptance_length": None}
+    lines = render_markdown(build_document(result, DEPLOYMENT), None).splitlines()
+    assert "## Speculative decoding" in lines
+    assert "| 1 | 4 | 12 | 6 | 50.0 % | 2.50 |" in lines and "| 4 | 0 | 0 | 0 | n/a | n/a |" in lines
+    assert any("acceptance rate = accepted / draft" in line for line in lines)
+
+
 def test_markdown_without_plot_or_commit() -> None:
     text = render_markdown(build_document(sweep(), Deployment()), None)
     assert ".png" not in text

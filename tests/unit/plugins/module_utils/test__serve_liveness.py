@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.sparkops.inference.plugins.module_utils._serve_liveness import (
     Decision,
+    EngineCounters,
     LivenessError,
     ProbeResult,
     Settings,
@@ -26,6 +27,7 @@ from ansible_collections.sparkops.inference.plugins.module_utils._serve_liveness
     run_once,
 )
 from fake_openai import MODEL, FakeProxy, FakeVllm, Reply, point_proxies_at
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 pytestmark = pytest.mark.usefixtures("no_proxy")
 REPO = Path(__file__).resolve().parents[4]
@@ -128,6 +130,60 @@ def test_ray_mode_restarts_the_ray_head_when_the_cluster_lost_a_node() -> None:
     assert step(State(ready_invocation="inv-1"), HUNG, conf=conf, cluster_complete=True).action == "restart"
 
 
+def test_requests_running_with_tokens_moving_serve_with_no_completion_of_its_own() -> None:
+    state = State(ready_invocation="inv-1", failures=2)
+    first = step(state, None, engine=EngineCounters(running=2, tokens=100), now=1000.0)
+    assert first.action == "none" and first.message == "serving: 2 request(s) running, tokens moving (vLLM's counters)"
+    assert step(state, None, engine=EngineCounters(running=2, tokens=180), now=1005.0).action == "none"
+    assert (state.failures, state.progress_tokens, state.progress_at) == (0, 180, 1005.0)
+    assert state.last_probe["state"] == "generating" and state.last_probe["ok"] is True
+
+
+def test_requests_running_with_no_token_for_the_wedge_time_restart_the_group_at_once() -> None:
+    """vllm#37729: a wedged engine keeps its requests "running" while its counters stand still. Not a wedge before
+    wedge_after_s (a long step); at it, the restart comes at once, not after `failures` probes."""
+    conf = settings(wedge_after_s=20)
+    state = State(ready_invocation="inv-1")
+    stuck = EngineCounters(running=1, tokens=500)
+    assert step(state, None, engine=stuck, now=1000.0, conf=conf).message.startswith("serving: 1 request(s) running, tokens moving")
+    waiting = step(state, None, engine=stuck, now=1010.0, conf=conf)
+    assert waiting.action == "none" and "no token generated or prompt processed for 10 s" in waiting.message
+    assert waiting.message.endswith("vllm_serve_liveness_wedge_after_s 20 s): not yet a wedge")
+    assert state.last_probe["state"] == "stalled" and state.failures == 0
+    wedged = step(state, None, engine=stuck, now=1020.0, conf=conf)
+    assert wedged.action == "restart" and wedged.message.startswith("wedged: 1 request(s) running and no token generated")
+    assert wedged.message.endswith("restarting sparkops-vllm.service") and state.restarts == [1020.0]
+    assert state.last_probe["state"] == "wedged" and state.progress_tokens is None
+
+
+def test_the_wedge_counts_from_the_last_progress_and_an_idle_engine_is_probed_with_a_completion() -> None:
+    conf = settings(wedge_after_s=20)
+    state = State(ready_invocation="inv-1")
+    assert step(state, OK, engine=EngineCounters(running=0, tokens=40), now=1000.0, conf=conf).message.startswith("serving: health")
+    assert (state.progress_tokens, state.progress_at) == (40, 1000.0)  # idle: the clock runs from now
+    step(state, None, engine=EngineCounters(running=1, tokens=40), now=1015.0, conf=conf)  # a request came, nothing yet
+    assert step(state, None, engine=EngineCounters(running=1, tokens=41), now=1030.0, conf=conf).action == "none"  # moved
+    assert step(state, None, engine=EngineCounters(running=1, tokens=41), now=1045.0, conf=conf).action == "none"  # 15 s
+    assert step(state, None, engine=EngineCounters(running=1, tokens=41), now=1050.0, conf=conf).action == "restart"  # 20 s
+
+
+def test_a_wedge_within_the_hour_s_restarts_gives_up_as_failed_probes_do() -> None:
+    conf = settings(wedge_after_s=5, max_restarts_per_hour=1)
+    state = State(ready_invocation="inv-1", restarts=[900.0])
+    step(state, None, engine=EngineCounters(running=3, tokens=7), now=1000.0, conf=conf)
+    decision = step(state, None, engine=EngineCounters(running=3, tokens=7), now=1006.0, conf=conf)
+    assert decision.action == "give_up" and "1 restart(s) in the last hour reached vllm_serve_liveness_max_restarts_per_hour" in decision.message
+    assert state.gave_up_invocation == "inv-1"
+
+
+def test_a_wedged_ray_cluster_that_lost_a_node_restarts_ray_s_head() -> None:
+    conf = settings(wedge_after_s=5, ray_head_unit="sparkops-ray-head.service")
+    state = State(ready_invocation="inv-1")
+    step(state, None, engine=EngineCounters(running=1, tokens=7), now=1000.0, conf=conf)
+    decision = step(state, None, engine=EngineCounters(running=1, tokens=7), now=1006.0, conf=conf, cluster_complete=False)
+    assert decision.action == "restart_ray" and "the Ray cluster lost a node" in decision.message
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -137,6 +193,7 @@ def test_ray_mode_restarts_the_ray_head_when_the_cluster_lost_a_node() -> None:
         ({"max_restarts_per_hour": True}, "vllm_serve_liveness_max_restarts_per_hour must be a whole number"),
         ({"timeout_s": float("nan")}, "vllm_serve_liveness_timeout_s must be a number of seconds above 0"),
         ({"startup_grace_s": "600"}, "vllm_serve_liveness_startup_grace_s must be a number of seconds above 0"),
+        ({"wedge_after_s": -1}, "vllm_serve_liveness_wedge_after_s must be a number of seconds above 0, got -1"),
         ({"url": "ftp://x"}, "is not an http:// or https:// URL"),
     ],
 )
@@ -264,3 +321,31 @@ sys.exit(_serve_liveness.main([sys.argv[1]]))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("serving: health: HTTP 200"), proc.stdout + proc.stderr
     assert json.loads((tmp_path / "state.json").read_text())["ready_invocation"] == "abc"
+
+
+def test_a_wedge_seen_in_vllm_s_counters_restarts_the_unit_with_no_completion_sent(tmp_path: Path, server: FakeVllm) -> None:
+    """The server's /metrics as prometheus_client writes vLLM's (0.32 names and labels): a request running and the
+    token counters frozen for the wedge time; the probe restarts the unit without sending a completion of its own."""
+    registry = CollectorRegistry()
+    labels = ["model_name", "engine"]
+    running = Gauge("vllm:num_requests_running", "doc", labels, registry=registry).labels(MODEL, "0")
+    generated = Counter("vllm:generation_tokens", "doc", labels, registry=registry).labels(MODEL, "0")
+    Counter("vllm:prompt_tokens", "doc", labels, registry=registry).labels(MODEL, "0").inc(32)
+    server.set("GET", "/metrics", lambda _seen: Reply(200, generate_latest(registry)))
+    conf = run_settings(tmp_path, server, wedge_after_s=10)
+    systemd = FakeSystemd()
+    said: list[str] = []
+    clock = iter(range(1000, 2000, 5))
+
+    def once() -> Decision:
+        return run_once(conf, run=systemd, clock=lambda: float(next(clock)), monotonic=lambda: 5000.0, log=said.append)
+
+    running.set(1)
+    generated.inc(16)
+    completions = server.paths().count("POST /v1/chat/completions")
+    assert [once().action for _run in range(3)] == ["none", "none", "restart"]  # at 1000, 1005, 1010: frozen 10 s
+    assert said[-1].startswith("wedged: 1 request(s) running and no token generated or prompt processed for 10 s")
+    assert systemd.restarts() == [["restart", "--no-block", "sparkops-vllm.service"]]
+    assert server.paths().count("POST /v1/chat/completions") == completions  # none of its own
+    running.set(0)
+    assert once().message.startswith("serving: health")  # idle again: the completion decides

@@ -126,12 +126,41 @@ def test_bad_scrape_job_values_are_refused(folder: t.Any, scheme: t.Any) -> None
 
 def test_promtool_checks_the_rules_and_their_templates(tmp_path: Path) -> None:
     checked = promtool("check", "rules", str(write_rules(tmp_path, alert_rules())))
-    assert checked.returncode == 0 and "SUCCESS: 5 rules found" in checked.stdout, checked.stdout + checked.stderr
+    assert checked.returncode == 0 and "SUCCESS: 6 rules found" in checked.stdout, checked.stdout + checked.stderr
     names = [rule["alert"] for rule in alert_rules()["groups"][0]["rules"]]
-    assert names == ["SparkopsVllmEngineDown", "SparkopsVllmQueueGrowing", "SparkopsVllmKvCacheFull", "SparkopsMemoryGuardFired", "SparkopsMemoryGuardHolding"]
+    assert names == [
+        "SparkopsVllmEngineDown",
+        "SparkopsVllmWedged",
+        "SparkopsVllmQueueGrowing",
+        "SparkopsVllmKvCacheFull",
+        "SparkopsMemoryGuardFired",
+        "SparkopsMemoryGuardHolding",
+    ]
+
+
+def wedge_case(running: str, generated: str, prompts: str, fire: dict[str, bool]) -> dict[str, t.Any]:
+    """The wedge alert over vLLM's three series (one value a minute): it carries the instance and node, and its
+    severity."""
+    labels = {"instance": VLLM["instance"], "sparkops_node": VLLM["sparkops_node"], "severity": "critical"}
+    return {
+        "interval": "1m",
+        "input_series": [
+            {"series": series({**VLLM, "engine": "0"}, "vllm:num_requests_running"), "values": running},
+            {"series": series({**VLLM, "engine": "0"}, "vllm:generation_tokens_total"), "values": generated},
+            {"series": series({**VLLM, "engine": "0"}, "vllm:prompt_tokens_total"), "values": prompts},
+        ],
+        "alert_rule_test": [
+            {"eval_time": at, "alertname": "SparkopsVllmWedged", "exp_alerts": [{"exp_labels": labels}] if fires else []} for at, fires in fire.items()
+        ],
+    }
 
 
 DEFAULT_CASES = [
+    # Wedged: a request running, tokens stop after minute 3: fires once 5m have passed without one, not before.
+    wedge_case("1x20", "0 10 20 30x17", "32x20", {"7m": False, "8m": True, "15m": True}),
+    wedge_case("1x20", "0+10x20", "32x20", {"10m": False, "20m": False}),  # generating
+    wedge_case("0x20", "30x20", "32x20", {"10m": False, "20m": False}),  # idle: nothing running
+    wedge_case("1x20", "30x20", "0+100x20", {"10m": False, "20m": False}),  # prompts processed: not stuck
     # Engine down: down from minute 2; fires once 10m down, not before; an engine that answers never.
     case("up", VLLM, "1 1 0x20", "SparkopsVllmEngineDown", {"5m": False, "11m": False, "12m": True, "20m": True}),
     case("up", VLLM, "1x20", "SparkopsVllmEngineDown", {"20m": False}),
@@ -169,8 +198,11 @@ def test_promtool_each_alert_fires_at_its_threshold_and_not_below(tmp_path: Path
 
 
 def test_promtool_the_thresholds_given_are_the_ones_used(tmp_path: Path) -> None:
-    rules = alert_rules(engine_down_for="2m", queue_waiting=0, queue_for="1m", kv_cache_usage="0.8", kv_cache_for="1m", memory_guard_window="5m")
+    rules = alert_rules(
+        engine_down_for="2m", queue_waiting=0, queue_for="1m", kv_cache_usage="0.8", kv_cache_for="1m", memory_guard_window="5m", wedged_for="2m"
+    )
     cases = [
+        wedge_case("1x20", "0 10 20 30x17", "32x20", {"4m": False, "5m": True}),
         case("up", VLLM, "1 0x10", "SparkopsVllmEngineDown", {"2m": False, "3m": True}),
         case("vllm:num_requests_waiting", VLLM, "0 1x5", "SparkopsVllmQueueGrowing", {"1m": False, "2m": True}),
         case("vllm:kv_cache_usage_perc", VLLM, "0.5 0.8x5", "SparkopsVllmKvCacheFull", {"1m": False, "2m": True}),
@@ -194,6 +226,7 @@ def test_promtool_fails_an_alert_expected_where_it_does_not_fire(tmp_path: Path)
         ({"queue_for": ""}, "metrics_alert_queue_for must be a Prometheus duration"),
         ({"kv_cache_for": "5m1h"}, "metrics_alert_kv_cache_for must be a Prometheus duration"),
         ({"memory_guard_window": "0m"}, "metrics_alert_memory_guard_window must be longer than 0"),
+        ({"wedged_for": "0s"}, "metrics_alert_wedged_for must be longer than 0"),
         ({"queue_waiting": -1}, "metrics_alert_queue_waiting must be a whole number"),
         ({"queue_waiting": 2.5}, "metrics_alert_queue_waiting must be a whole number"),
         ({"queue_waiting": True}, "metrics_alert_queue_waiting must be a whole number"),
@@ -204,7 +237,8 @@ def test_promtool_fails_an_alert_expected_where_it_does_not_fire(tmp_path: Path)
     ],
 )
 def test_a_bad_threshold_is_refused_naming_its_variable(kwargs: dict[str, t.Any], message: str) -> None:
-    names = {key: f"metrics_alert_{key}" for key in ("engine_down_for", "queue_waiting", "queue_for", "kv_cache_usage", "kv_cache_for", "memory_guard_window")}
+    keys = ("engine_down_for", "queue_waiting", "queue_for", "kv_cache_usage", "kv_cache_for", "memory_guard_window", "wedged_for")
+    names = {key: f"metrics_alert_{key}" for key in keys}
     with pytest.raises(MetricsConfigError) as caught:
         alert_rules(**kwargs, names=names)
     assert message in str(caught.value)

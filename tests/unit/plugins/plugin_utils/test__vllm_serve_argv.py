@@ -44,6 +44,7 @@ def role_vars(**overrides: t.Any) -> dict[str, t.Any]:
         "backend": "ray",
         "head_ip": "192.168.100.10",
         "master_port": 29501,
+        "speculative": {},
         "extra_args": [],
     }
     values.update(overrides)
@@ -83,6 +84,13 @@ def test_a_tool_call_parser_alone_enables_auto_tool_choice() -> None:
     got = argv(tool_call_parser="hermes")
     assert got[len(SERVE) :] == ["--tool-call-parser", "hermes", "--enable-auto-tool-choice", "--distributed-executor-backend", "ray"]
     assert "--reasoning-parser" not in got and "--max-model-len" not in got
+
+
+def test_speculative_decoding_as_compact_json_before_the_backend_and_none_when_empty() -> None:
+    got = argv(backend="mp", speculative={"num_speculative_tokens": 3, "method": "ngram", "prompt_lookup_max": 4}, extra_args=["--x"])
+    config = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
+    assert got == [*SERVE, "--speculative-config", config, *MP, "--node-rank", "0", *MASTER, "--x"]
+    assert "--speculative-config" not in argv(speculative=None) and argv(speculative={}) == argv()
 
 
 def test_extra_args_come_last_as_they_are() -> None:

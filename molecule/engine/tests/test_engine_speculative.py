@@ -1,0 +1,87 @@
+"""Speculative decoding on the real engine (vLLM 0.32.0's CPU build, mp, TP=2): vllm_serve_speculative set to n-gram
+prompt lookup (the method the CPU build runs with no draft model) serves on both ranks, a rerun changes nothing, and
+playbooks/benchmark.yml reports what speculation did from the engine's own counters, the same numbers the engine's
+/metrics holds as prometheus_client reads it. Settings the pinned vLLM refuses (a method it does not know, no
+speculative tokens) stop the role before the unit changes, with vLLM's own message and the variable. At the end the
+engine serves without speculation again, as the next tests expect. The figures go to
+tests/output/ci/engine-speculative.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import typing as t
+from pathlib import Path
+
+import pytest
+from engine_bench import API_KEY, FIGURES, HEAD_IP, LEVELS
+from engine_serving import HEAD, UNIT, WORKER, main_pid, serves, wait_serving
+
+sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
+from sparklab import engine_record  # noqa: E402
+from sparklab.scenario import node, playbook, recap  # noqa: E402
+
+# prompt_lookup_min 1: the last generated token found earlier in the sequence is enough to draft (the benchmark's
+# prompts are random words: longer matches are rare).
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+SPECULATIVE_FIGURES = FIGURES.with_name("engine-speculative.json")
+
+
+def unit_files() -> dict[str, str]:
+    return {name: node(name).file(f"/etc/systemd/system/{UNIT}.service").content_string for name in (HEAD, WORKER)}
+
+
+def serve(speculative: dict[str, t.Any]) -> t.Any:
+    return playbook("site.yml", "--tags", "serve", "-e", json.dumps({"vllm_serve_speculative": speculative}))
+
+
+@pytest.mark.parametrize(
+    ("speculative", "said"),
+    [
+        ({"method": "ngrm", "num_speculative_tokens": 3}, "Input should be 'ngram'"),
+        ({"method": "ngram", "num_speculative_tokens": 0}, "num_speculative_tokens"),
+    ],
+)
+def test_a_speculative_setting_the_engine_refuses_stops_the_role_and_the_unit_stays(speculative: dict[str, t.Any], said: str) -> None:
+    units, pids = unit_files(), (main_pid(HEAD), main_pid(WORKER))
+    run = serve(speculative)
+    output = run.stdout + run.stderr
+    assert run.returncode != 0
+    assert "refuses the arguments the unit would run it with; nothing was changed" in output, output[-3000:]
+    assert said in output and "refused; from vllm_serve_speculative" in output, output[-3000:]
+    assert unit_files() == units and (main_pid(HEAD), main_pid(WORKER)) == pids and serves()
+
+
+@pytest.mark.usefixtures("no_liveness_probe")
+def test_ngram_speculation_serves_and_the_benchmark_reports_what_it_did_as_the_engine_counted_it(tmp_path: Path) -> None:
+    run = serve(NGRAM)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    wait_serving(600)
+    for text in unit_files().values():
+        assert "--speculative-config '" + json.dumps(NGRAM, sort_keys=True, separators=(",", ":")) + "'" in text, text
+    again = serve(NGRAM)
+    assert again.returncode == 0 and all(s["changed"] == 0 for s in recap(again).values()), recap(again)
+    figures: dict[str, t.Any] = {"speculative_config": NGRAM, "levels": {}}
+    for level in LEVELS:
+        before = engine_record.engine_records(HEAD)
+        measured = engine_record.benchmark_level(HEAD_IP, API_KEY, tmp_path / f"c{level}", level, SPECULATIVE_FIGURES, run_on=HEAD)
+        after = engine_record.engine_records(HEAD)
+        engine = {key: round(after[f"spec_{key}"] - before[f"spec_{key}"]) for key in ("drafts", "draft_tokens", "accepted_tokens")}
+        spec = measured["speculative"]
+        assert spec is not None and {key: spec[key] for key in engine} == engine, (spec, engine)
+        assert spec["drafts"] > 0 and spec["accepted_tokens"] <= spec["draft_tokens"] <= 3 * spec["drafts"], spec
+        assert spec["acceptance_rate"] == pytest.approx(engine["accepted_tokens"] / engine["draft_tokens"], abs=1e-4), spec
+        assert spec["mean_acceptance_length"] == pytest.approx(1 + engine["accepted_tokens"] / engine["drafts"], abs=1e-3), spec
+        report = (tmp_path / f"c{level}" / "benchmark.md").read_text()
+        assert "## Speculative decoding" in report, report
+        figures["levels"][str(level)] = {"speculative": spec, "output_throughput": measured["output_throughput"], "mean_tpot_ms": measured["mean_tpot_ms"]}
+    SPECULATIVE_FIGURES.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def test_without_speculation_again_the_engine_serves_as_before() -> None:
+    run = serve({})
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    wait_serving(600)
+    assert not any("--speculative-config" in text for text in unit_files().values())
+    assert engine_record.engine_records(HEAD)["spec_drafts"] == 0  # a fresh engine with no speculative counters
