@@ -254,7 +254,7 @@ def decide(
         )
         state.last_probe = {"at": now, "ok": not wedged, "state": "wedged" if wedged else "generating" if stalled is None else "stalled", "message": said}
     else:
-        assert probe is not None
+        probe = t.cast("ProbeResult", probe)  # not None: an active unit with no request running was probed
         previous_tokens, state.generation_tokens = state.generation_tokens, probe.generation_tokens
         said = probe.message
         state.last_probe = {"at": now, "ok": probe.ok, "state": probe.state, "message": probe.message}
@@ -274,7 +274,7 @@ def decide(
                 state.ready_invocation = status.invocation
             return Decision("none", ("serving: " if stalled is None else "") + said + ("" if stalled is None else ": not yet a wedge"))
         return _act(state, status, settings, now, cluster_complete, f"wedged: {said}")
-    assert probe is not None
+    probe = t.cast("ProbeResult", probe)  # as above
     if probe.ok:
         recovered = state.failures
         state.failures = 0
