@@ -7,7 +7,7 @@ JUnit properties of its tests, the seconds from the event to the first completio
   (``restart_to_serving_s``, tests/test_memory_guard.py);
 * the engine wedged (SIGSTOP: alive, nothing answers) until the liveness probe restarts it (``wedged_to_serving_s``,
   tests/test_liveness.py);
-* 4 GiB taken on the head until the memory guard stopped vLLM, then released until the guard starts it
+* 7 GiB taken on the head until the memory guard stopped vLLM, then released until the guard starts it
   (``released_to_serving_s``; ``held_s`` is how long it stayed stopped, tests/test_memory_guard.py).
 
 Each figure is also given as a ratio to the restart, since absolute times on these machines are noise.
@@ -42,8 +42,8 @@ SECTION = "## Keep it serving: liveness and the memory guard (issue 16)"
 BASELINE = "restart_to_serving_s"
 CASES = (
     (BASELINE, "the vLLM unit restarted by hand (baseline; from the restart, once its new invocation runs)"),
-    ("wedged_to_serving_s", "engine wedged (SIGSTOP) → the liveness probe (every 2 s, 2 failures) restarts the unit"),
-    ("released_to_serving_s", "4 GiB released on the head → the memory guard (1 s readings, 2 s hold) starts vLLM"),
+    ("wedged_to_serving_s", "API server wedged (SIGSTOP) → the liveness probe (every 5 s, 12 s timeout, 2 failures) restarts the unit"),
+    ("released_to_serving_s", "7 GiB released on the head → the memory guard (1 s readings, 2 s hold) starts vLLM"),
 )
 
 
@@ -102,7 +102,7 @@ def render(timings: dict[str, float], engine_timings: dict[str, float] | None = 
             "| --- | ---: | ---: |",
             *rows,
             "",
-            "The wedge figure is mostly detection (two failed probes of 3 s timeouts, 2 s apart) plus the restart; the",
+            "The wedge figure is mostly detection (two failed probes of 12 s timeouts, 5 s apart) plus the restart; the",
             "release figure is the guard's hold (2 s) plus a start, which can beat the baseline: a restart first stops the",
             "running engine, the guard's start finds it stopped already.",
             *wedge_rows(engine_timings or {}),
