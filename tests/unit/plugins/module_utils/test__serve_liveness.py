@@ -248,14 +248,17 @@ def run_settings(tmp_path: Path, server: FakeVllm, **extra: t.Any) -> Settings:
     return settings(url=server.url, api_key_file=str(tmp_path / "key"), state_file=str(tmp_path / "state" / "liveness.json"), timeout_s=0.5, **extra)
 
 
+def runs(conf: Settings, systemd: FakeSystemd, said: list[str], step: int) -> t.Callable[[], Decision]:
+    """One run of the probe a call, the wall clock ``step`` seconds on from 1000 each time, its lines into ``said``."""
+    clock = iter(range(1000, 2000, step))
+    return lambda: run_once(conf, run=systemd, clock=lambda: float(next(clock)), monotonic=lambda: 5000.0, log=said.append)
+
+
 def test_a_hung_completion_gets_the_unit_restarted_after_k_runs_and_the_key_is_never_shown(tmp_path: Path, server: FakeVllm) -> None:
     conf = run_settings(tmp_path, server, failures=2)
     systemd = FakeSystemd()
     said: list[str] = []
-    clock = iter(range(1000, 2000, 10))
-
-    def once() -> Decision:
-        return run_once(conf, run=systemd, clock=lambda: float(next(clock)), monotonic=lambda: 5000.0, log=said.append)
+    once = runs(conf, systemd, said, step=10)
 
     assert once().message.startswith("serving: ")  # the key from its file: /v1/ answered (the fake refuses without it)
     server.set("POST", "/v1/chat/completions", Reply(200, b"{}", delay=3))  # the engine hangs; /health still 200
@@ -335,10 +338,7 @@ def test_a_wedge_seen_in_vllm_s_counters_restarts_the_unit_with_no_completion_se
     conf = run_settings(tmp_path, server, wedge_after_s=10)
     systemd = FakeSystemd()
     said: list[str] = []
-    clock = iter(range(1000, 2000, 5))
-
-    def once() -> Decision:
-        return run_once(conf, run=systemd, clock=lambda: float(next(clock)), monotonic=lambda: 5000.0, log=said.append)
+    once = runs(conf, systemd, said, step=5)
 
     running.set(1)
     generated.inc(16)
