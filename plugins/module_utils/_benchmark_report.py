@@ -24,6 +24,10 @@ import typing as t
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
+from ansible_collections.sparkops.inference.plugins.module_utils._benchmark_compare import ComparisonError, build_comparison, markdown_lines
+from ansible_collections.sparkops.inference.plugins.module_utils._benchmark_profile import markdown_lines as profile_lines
+from ansible_collections.sparkops.inference.plugins.module_utils._benchmark_profile import profile_document
+
 SCHEMA_VERSION = 1
 GENERATOR = "sparkops.inference.benchmark_report"
 DEFINITIONS = (
@@ -57,6 +61,15 @@ class Deployment:
     client: str | None = None
 
 
+@dataclass
+class Baseline:
+    """Another sweep of the same load to compare with (playbooks/benchmark.yml's benchmark_compare), and the labels."""
+
+    benchmark: t.Mapping[str, t.Any]
+    label: str
+    baseline_label: str
+
+
 def public_url(url: str) -> str:
     """``url`` without credentials, query or fragment."""
     try:
@@ -75,11 +88,12 @@ def _text(value: object) -> str | None:
     return None if value is None or str(value).strip() == "" else str(value)
 
 
-def build_document(benchmark: t.Mapping[str, t.Any], deployment: Deployment) -> dict[str, t.Any]:
+def build_document(benchmark: t.Mapping[str, t.Any], deployment: Deployment, baseline: Baseline | None = None) -> dict[str, t.Any]:
     """The JSON document of the report (see docs/benchmark.md for its schema).
 
     ``benchmark`` is the result of openai_benchmark; other keys it has (``changed``, ``invocation``, ...) are left
     out. ``deployment.versions`` are shown as given; without a ``vLLM`` entry, the server's ``/version`` is used.
+    With ``baseline``, the document's ``comparison`` holds it beside ``benchmark`` (_benchmark_compare).
     """
     levels = benchmark.get("levels")
     if not isinstance(levels, list) or not levels:
@@ -119,7 +133,7 @@ def build_document(benchmark: t.Mapping[str, t.Any], deployment: Deployment) -> 
         "warmup": settings.get("warmup"),
         "timeout": settings.get("timeout"),
     }
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "generator": GENERATOR,
         "definitions": DEFINITIONS,
@@ -128,7 +142,14 @@ def build_document(benchmark: t.Mapping[str, t.Any], deployment: Deployment) -> 
         "prompt_calibration": benchmark.get("prompt_calibration"),
         "levels": [dict(level) for level in levels],
         "stopped": _text(benchmark.get("stopped")),
+        "llama_benchy": profile_document(header, levels),
     }
+    if baseline is not None:
+        try:
+            document["comparison"] = build_comparison(baseline.benchmark, levels, settings, baseline.label, baseline.baseline_label)
+        except ComparisonError as exc:
+            raise ReportError(str(exc)) from None
+    return document
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -244,6 +265,9 @@ def render_markdown(document: t.Mapping[str, t.Any], png_name: str | None) -> st
                 f"| {fmt(spec.get('accepted_tokens'))} | {MISSING if rate is None else fmt(100 * rate) + ' %'} "
                 f"| {fmt(spec.get('mean_acceptance_length'), 2)} |"
             )
+    lines += profile_lines(header, levels)
+    if isinstance(document.get("comparison"), dict):
+        lines += markdown_lines(document["comparison"])
     if png_name:
         lines += ["", f"![Output tokens per second and time to first token against concurrency]({png_name})"]
     failures = [level for level in levels if level.get("failed")]
@@ -322,8 +346,18 @@ def render_png(document: t.Mapping[str, t.Any]) -> bytes:
     aggregate = _values(levels, "output_throughput")
     rates = _values(levels, "per_request_output_throughput")
     ttft_p50, ttft_p99 = _values(levels, "median_ttft_ms"), _values(levels, "p99_ttft_ms")
-    lines = left.plot(xs, aggregate, marker="o", color="tab:blue", label="aggregate output tok/s")
-    lines += per_request.plot(xs, rates, marker="s", linestyle="--", color="tab:orange", label="per-request tok/s (1 / TPOT)")
+    comparison = document.get("comparison")
+    suffix = " (on)" if isinstance(comparison, dict) else ""
+    lines = left.plot(xs, aggregate, marker="o", color="tab:blue", label="aggregate output tok/s" + suffix)
+    lines += per_request.plot(xs, rates, marker="s", linestyle="--", color="tab:orange", label="per-request tok/s (1 / TPOT)" + suffix)
+    if isinstance(comparison, dict):
+        # The baseline's lines in the same colours, lighter (benchmark_compare: speculative decoding off).
+        before = sorted(comparison["baseline"]["levels"], key=lambda level: level["max_concurrency"])
+        bxs = [int(level["max_concurrency"]) for level in before]
+        off_aggregate, off_rates = _values(before, "output_throughput"), _values(before, "per_request_output_throughput")
+        lines += left.plot(bxs, off_aggregate, marker="o", color="tab:blue", alpha=0.45, linestyle=":", label="aggregate output tok/s (off)")
+        lines += per_request.plot(bxs, off_rates, marker="s", color="tab:orange", alpha=0.45, linestyle=":", label="per-request tok/s (off)")
+        aggregate, rates = aggregate + off_aggregate, rates + off_rates
     left.set_ylabel("aggregate output tokens/s")
     per_request.set_ylabel("per-request output tokens/s")
     left.set_ylim(0, _top(aggregate))

@@ -84,6 +84,26 @@ options:
     description:
       - Where the load was generated (the inventory name the benchmark was delegated to).
     type: str
+  baseline:
+    description:
+      - The registered result of another M(sparkops.inference.openai_benchmark) sweep of the same load (the same
+        prompt and output lengths and levels) to compare O(benchmark) with; C(playbooks/benchmark.yml) gives the sweep
+        with speculative decoding off for C(benchmark_compare=speculative).
+      - "The report then has a section C(Compared): each level's output tokens per second and mean TPOT in both sweeps
+        and the ratio (O(benchmark)'s over O(baseline)'s); the plot has the baseline's lines beside; the JSON document a
+        C(comparison) key (docs/benchmark.md)."
+      - A baseline of another load is refused, naming the settings that differ.
+    type: dict
+  label:
+    description:
+      - What O(benchmark) measured, in the comparison (with O(baseline)).
+    type: str
+    default: this sweep
+  baseline_label:
+    description:
+      - What O(baseline) measured, in the comparison.
+    type: str
+    default: baseline
   plot:
     description:
       - Whether to draw the PNG. With V(false), no PNG is written (nor needed by the Markdown) and matplotlib is not
@@ -169,6 +189,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.inference.plugins.module_utils._benchmark_report import (
+    Baseline,
     Deployment,
     MatplotlibMissing,
     ReportError,
@@ -193,6 +214,9 @@ def main() -> None:
             "pipeline_parallel_size": {"type": "int"},
             "versions": {"type": "dict", "default": {}},
             "client": {"type": "str"},
+            "baseline": {"type": "dict"},
+            "label": {"type": "str", "default": "this sweep"},
+            "baseline_label": {"type": "str", "default": "baseline"},
             "plot": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
@@ -212,7 +236,8 @@ def main() -> None:
     )
     try:
         check_name(p["name"])
-        document = build_document(p["benchmark"], deployment)
+        baseline = None if p["baseline"] is None else Baseline(p["baseline"], p["label"], p["baseline_label"])
+        document = build_document(p["benchmark"], deployment, baseline)
         contents = render_files(document, p["name"], p["plot"])
     except ReportError as exc:
         module.fail_json(msg=str(exc))

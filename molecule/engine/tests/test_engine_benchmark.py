@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -31,7 +33,11 @@ from engine_bench import (
     ours,
 )
 
-sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
+PROJECT = Path(os.environ["ENGINE_LAB_PROJECT"])
+sys.path.insert(0, str(PROJECT / "tests" / "lab"))
+sys.path.insert(0, str(PROJECT / ".collections"))
+from ansible_collections.sparkops.inference.plugins.module_utils._benchmark_profile import figures  # noqa: E402
+from sparklab.nodes import ENGINE_WHEELHOUSE  # noqa: E402
 from sparklab.scenario import node, playbook  # noqa: E402
 
 MODEL = os.environ["ENGINE_LAB_MODEL"]
@@ -106,6 +112,98 @@ def test_the_benchmark_agrees_with_vllm_bench_serve(tmp_path: Path) -> None:
     figures = {"prompt_tokens": PROMPT_TOKENS, "output_tokens": OUTPUT_TOKENS, "requests": REQUESTS, "levels": runs}
     FIGURES.write_text(json.dumps(figures, indent=2) + "\n")
     assert not any(problems.values()), (problems, runs)
+
+
+# llama-benchy (the DGX Spark community's benchmark, PyPI 0.4.0) on the head, in a venv of its own from the engine's
+# wheelhouse (sparklab.engine_wheelhouse.LLAMA_BENCHY; the engine's venv is left as the role made it). Its book comes
+# from a local HTTP server on the head (it fetches --book-url with requests: no file URL; the nodes have no internet):
+# the repository's LICENSE, English prose.
+BENCHY = "/tmp/llama-benchy"
+BENCHY_PORT = 8765
+# The lab model's tokenizer has 259 tokens (bytes and three specials), its random weights 4096 logits: most tokens it
+# draws decode to no text, and llama-benchy counts a token only in a chunk with text (client.py:368). Allowed only
+# "A" (token 65, one byte, the same step cost: a mask of the logits), every chunk carries one token of text, as a real
+# model's do. Proved beside our benchmark on vLLM 0.32.0's CPU build with this model (issue 35).
+BENCHY_EXTRA_BODY = "allowed_token_ids=[65]"
+# llama-benchy takes its key on its command line only (config.py:219): run in-process with the key from the
+# environment (podman exec -e, as `vllm bench serve` gets it), so that no process's arguments hold it.
+BENCHY_MAIN = "import os, sys; from llama_benchy.__main__ import main; sys.argv[1:1] = ['--api-key', os.environ['OPENAI_API_KEY']]; main()"
+
+
+def llama_benchy(prompt: int, runs: int = REQUESTS) -> dict[str, t.Any]:
+    """llama-benchy at concurrency 1 against the engine on the head, `--pp prompt --tg OUTPUT_TOKENS --depth 0`, its
+    JSON result's one test (results.py BenchmarkRun): pp/tg per run in `pp_throughput`/`tg_throughput` `values`."""
+    snapshot = node(HEAD).check_output(f"ls -d {CACHE}/* | head -1")
+    argv = [
+        "podman", "exec", "-e", "OPENAI_API_KEY", HEAD, f"{BENCHY}/venv/bin/python", "-c", BENCHY_MAIN,
+        "--base-url", f"http://{HEAD_IP}:8000/v1", "--model", snapshot, "--served-model-name", MODEL, "--tokenizer", snapshot,
+        "--book-url", f"http://127.0.0.1:{BENCHY_PORT}/corpus.txt", "--pp", str(prompt), "--tg", str(OUTPUT_TOKENS),
+        "--depth", "0", "--concurrency", "1", "--runs", str(runs), "--exact-tg", "--no-cache", "--skip-coherence",
+        "--extra-body", BENCHY_EXTRA_BODY, "--format", "json", "--save-result", f"{BENCHY}/result.json",
+    ]  # fmt: skip
+    run = subprocess.run(argv, capture_output=True, text=True, check=False, env={**os.environ, "OPENAI_API_KEY": API_KEY}, timeout=600)
+    said = run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.returncode == 0 and API_KEY not in said, said.replace(API_KEY, "********")
+    return dict(json.loads(node(HEAD).check_output(f"cat {BENCHY}/result.json"))["benchmarks"][0])
+
+
+@pytest.fixture
+def benchy_on_head() -> t.Iterator[None]:
+    """llama-benchy installed on the head from the engine's wheelhouse, offline, and its book served there."""
+    corpus = f"{BENCHY}/corpus"
+    install = (
+        f"rm -rf {BENCHY} && mkdir -p {corpus} && python3 -m venv {BENCHY}/venv && {BENCHY}/venv/bin/pip install --quiet "
+        f"--disable-pip-version-check --no-index --find-links {ENGINE_WHEELHOUSE} llama-benchy==0.4.0"
+    )
+    run = subprocess.run(["podman", "exec", HEAD, "sh", "-c", install], capture_output=True, text=True, check=False, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    subprocess.run(["podman", "cp", str(PROJECT / "LICENSE"), f"{HEAD}:{corpus}/corpus.txt"], check=True, timeout=60)
+    serve = f"cd {corpus} && (python3 -m http.server {BENCHY_PORT} --bind 127.0.0.1 >/dev/null 2>&1 & echo $! > {BENCHY}/http.pid)"
+    subprocess.run(["podman", "exec", HEAD, "sh", "-c", serve], check=True, timeout=60)
+    try:
+        probe = f"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{BENCHY_PORT}/corpus.txt', timeout=5).read()"
+        for _attempt in range(50):
+            if subprocess.run(["podman", "exec", HEAD, "python3", "-c", probe], capture_output=True, check=False, timeout=60).returncode == 0:
+                break
+            time.sleep(0.2)
+        yield
+    finally:
+        subprocess.run(["podman", "exec", HEAD, "sh", "-c", f"kill $(cat {BENCHY}/http.pid)"], check=False, timeout=60)
+
+
+@pytest.mark.usefixtures("no_liveness_probe", "benchy_on_head")
+def test_the_benchmark_agrees_with_llama_benchy(tmp_path: Path) -> None:
+    """Issue 35: our figures as llama-benchy names them (_benchmark_profile: pp = prompt tokens / median TTFT, tg =
+    1 / median TPOT) against llama-benchy's own at the same lengths on the same endpoint, one request at a time, both
+    on the head: pp and tg within 15 % of the median of its runs (the median request, as ours; its mean, the headline,
+    is recorded beside it). Its prompt is ours in tokens as the engine counted them, chat template included (its
+    --pp counts the template: --adapt-prompt)."""
+    mine, engine = measured(functools.partial(ours, tmp_path / "llama-benchy-c1", 1), 1)
+    prompt = round(mine["total_input_tokens"] / mine["completed"])
+    benchy = llama_benchy(prompt)
+    shown = figures(mine)
+    theirs = {key: statistics.median(benchy[f"{key}_throughput"]["values"]) for key in ("pp", "tg")}
+    problems = [
+        f"{key}: ours {getattr(shown, key):.1f} t/s, llama-benchy's {theirs[key]:.1f} (median of {len(benchy[f'{key}_throughput']['values'])} runs)"
+        for key in ("pp", "tg")
+        if getattr(shown, key) is None or abs(getattr(shown, key) / theirs[key] - 1) > TOLERANCE
+    ]
+    compared = {
+        "profile": f"pp{prompt} tg{OUTPUT_TOKENS}",
+        "command": shlex.join(["llama-benchy", "--pp", str(prompt), "--tg", str(OUTPUT_TOKENS), "--depth", "0", "--concurrency", "1",
+                               "--runs", str(REQUESTS), "--exact-tg", "--no-cache", "--skip-coherence", "--extra-body", BENCHY_EXTRA_BODY]),
+        "ours": {**shown.as_dict(), **{k: mine[k] for k in KEYS}, "median_ttft_ms": mine["median_ttft_ms"], "median_tpot_ms": mine["median_tpot_ms"]},
+        "engine_during_ours": engine,
+        "llama_benchy": {
+            **{f"{key}_tps_median": theirs[key] for key in ("pp", "tg")},
+            **{f"{key}_tps_mean": benchy[f"{key}_throughput"]["mean"] for key in ("pp", "tg")},
+            **{f"{key}_tps_values": benchy[f"{key}_throughput"]["values"] for key in ("pp", "tg")},
+        },
+        "ratios": {key: getattr(shown, key) / theirs[key] for key in ("pp", "tg") if getattr(shown, key) is not None},
+    }  # fmt: skip
+    recorded = json.loads(FIGURES.read_text()) if FIGURES.is_file() else {}
+    FIGURES.write_text(json.dumps({**recorded, "llama_benchy": compared}, indent=2) + "\n")
+    assert not problems, (problems, compared)
 
 
 def test_an_endpoint_the_load_generator_cannot_reach_fails_at_once_naming_it() -> None:

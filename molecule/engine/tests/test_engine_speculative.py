@@ -1,7 +1,8 @@
 """Speculative decoding on the real engine (vLLM 0.32.0's CPU build, mp, TP=2): vllm_serve_speculative set to n-gram
 prompt lookup (the method the CPU build runs with no draft model) serves on both ranks, a rerun changes nothing, and
 playbooks/benchmark.yml reports what speculation did from the engine's own counters, the same numbers the engine's
-/metrics holds as prometheus_client reads it. Settings the pinned vLLM refuses (a method it does not know, no
+/metrics holds as prometheus_client reads it; its comparison (benchmark_compare=speculative) restarts the engine
+without speculation, sweeps, restarts it as set, sweeps again and reports both with the gain. Settings the pinned vLLM refuses (a method it does not know, no
 speculative tokens) stop the role before the unit changes, with vLLM's own message and the variable. At the end the
 engine serves without speculation again, as the next tests expect. The figures go to
 tests/output/ci/engine-speculative.json."""
@@ -15,7 +16,7 @@ import typing as t
 from pathlib import Path
 
 import pytest
-from engine_bench import API_KEY, FIGURES, HEAD_IP, LEVELS
+from engine_bench import API_KEY, FIGURES, HEAD_IP, LEVELS, OUTPUT_TOKENS, PROMPT_TOKENS, REQUESTS
 from engine_serving import HEAD, UNIT, WORKER, main_pid, serves, wait_serving
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
@@ -87,6 +88,48 @@ def test_ngram_speculation_serves_and_the_benchmark_reports_what_it_did_as_the_e
         report = (tmp_path / f"c{level}" / "benchmark.md").read_text()
         assert "## Speculative decoding" in report, report
         figures["levels"][str(level)] = {"speculative": spec, "output_throughput": measured["output_throughput"], "mean_tpot_ms": measured["mean_tpot_ms"]}
+    SPECULATIVE_FIGURES.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+@pytest.mark.usefixtures("no_liveness_probe")
+def test_the_comparison_sweeps_without_speculation_then_as_set_and_reports_the_gain(tmp_path: Path) -> None:
+    pids = (main_pid(HEAD), main_pid(WORKER))
+    extra = {
+        "vllm_serve_speculative": NGRAM,
+        "vllm_serve_extra_args": GREEDY,
+        "benchmark_compare": "speculative",
+        "benchmark_run_on": HEAD,
+        "benchmark_concurrency": ",".join(str(level) for level in LEVELS),
+        "benchmark_prompt_tokens": PROMPT_TOKENS,
+        "benchmark_output_tokens": OUTPUT_TOKENS,
+        "benchmark_requests_per_level": REQUESTS,
+        "benchmark_output_dir": str(tmp_path),
+    }
+    run = playbook("playbooks/benchmark.yml", "-e", json.dumps(extra), env={"ANSIBLE_INTERNAL_POLL_INTERVAL": "0.1"})
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output[-4000:]
+    assert API_KEY not in output
+    # Served as set again, by a second restart of both ranks (the first served without speculation).
+    for text in unit_files().values():
+        assert "--speculative-config '" + json.dumps(NGRAM, sort_keys=True, separators=(",", ":")) + "'" in text, text
+    assert serves() and all(new != old for new, old in zip((main_pid(HEAD), main_pid(WORKER)), pids, strict=True))
+    report = json.loads((tmp_path / "benchmark.json").read_text())
+    comparison, on = report["comparison"], report["levels"]
+    off = comparison["baseline"]["levels"]
+    assert [level["max_concurrency"] for level in off] == [level["max_concurrency"] for level in on] == list(LEVELS)
+    assert all(level["completed"] == REQUESTS for level in off + on), (off, on)
+    assert all(level["speculative"] is None for level in off), off  # the engine had no speculative counters
+    assert all(level["speculative"]["drafts"] > 0 for level in on), on
+    for row, before, after in zip(comparison["levels"], off, on, strict=True):
+        assert row["output_throughput"]["ratio"] == pytest.approx(after["output_throughput"] / before["output_throughput"], abs=1e-3), row
+        assert row["mean_tpot_ms"]["ratio"] == pytest.approx(after["mean_tpot_ms"] / before["mean_tpot_ms"], abs=1e-3), row
+    markdown = (tmp_path / "benchmark.md").read_text()
+    assert "## Compared with speculative decoding off" in markdown and "Off: speculative decoding off." in markdown, markdown
+    for suffix in (".md", ".png"):
+        (SPECULATIVE_FIGURES.with_name(f"engine-speculative-compare{suffix}")).write_bytes((tmp_path / f"benchmark{suffix}").read_bytes())
+    figures = json.loads(SPECULATIVE_FIGURES.read_text()) if SPECULATIVE_FIGURES.exists() else {}
+    figures["comparison"] = comparison["levels"]
+    figures["comparison_speculative"] = {str(level["max_concurrency"]): level["speculative"] for level in on}
     SPECULATIVE_FIGURES.write_text(json.dumps(figures, indent=2) + "\n")
 
 

@@ -52,6 +52,13 @@ TORCH = "2.13.0"
 DROPPED = ("torchvision", "torchaudio", "torchcodec")
 # Bump when the relabelling or the download changes.
 BUILDER_VERSION = 5
+# llama-benchy, the DGX Spark community's benchmark (issue 35): the engine scenario runs it on the head beside our
+# benchmark, from its own venv installed from this wheelhouse (the nodes have no internet). Most of what it needs is
+# vLLM's already; this adds it, tabulate and PyPI's ``asyncio`` (which its metadata requires), without their
+# dependencies: pip would otherwise add newer releases of vLLM's own dependencies, which the engine's install would
+# then take.
+LLAMA_BENCHY = "llama-benchy==0.4.0"
+LLAMA_BENCHY_EXTRA = ("tabulate==0.10.0", "asyncio==4.0.0")
 _REQUIRES = re.compile(r"^Requires-Dist:\s*([A-Za-z0-9_.\-]+)")
 
 
@@ -146,6 +153,7 @@ def ensure_engine_wheelhouse(dest: Path) -> Path:
     if stamp.is_file() and stamp.read_text() == stamp_text():
         # The plugin's wheel is small and deterministic: written again, its sources may have changed.
         cpu_ray_wheel.build(dest)
+        ensure_llama_benchy(dest)
         log(f"engine wheelhouse {dest} is up to date")
         return dest
     shutil.rmtree(dest, ignore_errors=True)
@@ -163,5 +171,18 @@ def ensure_engine_wheelhouse(dest: Path) -> Path:
         log(f"downloading what {relabelled.name} needs into {dest} (torch {TORCH} and the engine's dependencies)")
         # Nodes run Debian bookworm's Python 3.11 on this host's architecture: the host's own platform.
         run([*pip, "--find-links", str(dest), "-d", str(dest), str(relabelled)], capture=True)
+    ensure_llama_benchy(dest)
     stamp.write_text(stamp_text())
     return dest
+
+
+def ensure_llama_benchy(dest: Path) -> None:
+    """:data:`LLAMA_BENCHY` and what it needs beside vLLM's wheels in ``dest``; added to a built wheelhouse without
+    rebuilding it (pip keeps the files already there), so that one a lab is using is never removed. The rest of what
+    it needs (aiohttp, numpy, openai, pydantic, requests, tokenizers, transformers) is vLLM's."""
+    name, _sep, version = LLAMA_BENCHY.partition("==")
+    if any(dest.glob(f"{name.replace('-', '_')}-{version}-*.whl")):
+        return
+    log(f"downloading {LLAMA_BENCHY} and what it needs beside vLLM's into {dest}")
+    pip = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--only-binary=:all:"]
+    run([*pip, "--no-deps", "-d", str(dest), LLAMA_BENCHY, *LLAMA_BENCHY_EXTRA], capture=True)

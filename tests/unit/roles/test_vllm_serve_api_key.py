@@ -222,7 +222,10 @@ def playbook_part(playbook: str, task_name: str, var_names: tuple[str, ...]) -> 
     """One task and some play variables of playbooks/<playbook>, as written."""
     (play, *_rest) = yaml.safe_load((REPO / "playbooks" / playbook).read_text())
     (task,) = [task for task in play["tasks"] if task.get("name") == task_name]
-    return task, {name: play["vars"][name] for name in var_names}
+    variables = dict(play.get("vars") or {})
+    for name in play.get("vars_files") or []:
+        variables.update(yaml.safe_load((REPO / "playbooks" / name).read_text()))
+    return task, {name: variables[name] for name in var_names}
 
 
 # playbooks/<name>.yml's task that reads the head's key is "<Title> | Read the API key the head keeps (...)", its

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import sys
 import typing as t
@@ -17,6 +18,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.inference.plugins.module_utils._benchmark import RequestRecord, level_metrics
 from ansible_collections.sparkops.inference.plugins.module_utils._benchmark_report import (
+    Baseline,
     Deployment,
     ReportError,
     build_document,
@@ -289,3 +291,77 @@ def test_module_refuses_bad_options(tmp_path: Path, capsys: pytest.CaptureFixtur
     result = run_module(module_args(tmp_path, **changes), capsys)
     assert result["failed"] is True and words in result["msg"]
     assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# benchmark_compare: a baseline sweep of the same load beside the reported one
+
+
+def slower() -> dict[str, t.Any]:
+    """The same load as sweep(), every request twice as slow once its first token is out (speculation off)."""
+    levels = [level_metrics([ok(0.25, 9.75)] * 4, 40.0, 1), level_metrics([ok(0.30, 10.7)] * 8, 44.0, 4)]
+    return {**sweep(), "levels": levels, "started": "2026-12-01T17:58:00Z", "finished": "2026-12-01T17:59:30Z"}
+
+
+def test_a_baseline_is_compared_level_by_level_with_the_gain_as_a_ratio() -> None:
+    document = build_document(sweep(), DEPLOYMENT, Baseline(slower(), "speculative decoding on", "speculative decoding off"))
+    comparison = document["comparison"]
+    assert comparison["label"] == "speculative decoding on" and comparison["baseline_label"] == "speculative decoding off"
+    assert comparison["baseline"]["levels"] == slower()["levels"] and comparison["baseline"]["started"] == "2026-12-01T17:58:00Z"
+    first = comparison["levels"][0]
+    on, off = sweep()["levels"][0], slower()["levels"][0]
+    assert first["max_concurrency"] == 1
+    ratio = round(on["output_throughput"] / off["output_throughput"], 4)
+    assert first["output_throughput"] == {"baseline": off["output_throughput"], "reported": on["output_throughput"], "ratio": ratio}
+    assert first["output_throughput"]["ratio"] == pytest.approx(2.0)  # 512 tokens in 20 s against 40 s
+    assert first["mean_tpot_ms"]["ratio"] == pytest.approx(on["mean_tpot_ms"] / off["mean_tpot_ms"], abs=1e-4) and first["mean_tpot_ms"]["ratio"] < 1
+    markdown = render_markdown(document, "bench.png")
+    section = markdown.split("## Compared with speculative decoding off")[1].split("## ")[0]
+    assert "Off: speculative decoding off. On: speculative decoding on." in section
+    row = [line for line in section.splitlines() if line.startswith("| 1 |")][0]
+    assert row.split(" | ")[3] == "2.00", row  # output tok/s: off, on, on / off
+    assert "## Compared with speculative" not in render_markdown(build_document(sweep(), DEPLOYMENT), "bench.png")
+
+
+def test_a_level_in_one_sweep_only_is_shown_as_missing_in_the_other() -> None:
+    settings = {key: value for key, value in sweep()["settings"].items() if key != "concurrency"}
+    baseline = {**slower(), "levels": slower()["levels"][:1], "settings": settings}
+    rows = build_document(sweep(), DEPLOYMENT, Baseline(baseline, "on", "off"))["comparison"]["levels"]
+    assert [row["max_concurrency"] for row in rows] == [1, 4]
+    assert rows[1]["output_throughput"]["baseline"] is None and rows[1]["output_throughput"]["ratio"] is None
+    assert rows[1]["output_throughput"]["reported"] == sweep()["levels"][1]["output_throughput"]
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"levels": []}, "baseline has no levels"),
+        ({"settings": {**sweep()["settings"], "output_tokens": 64}}, "baseline ran another load (output_tokens 64 against 128)"),
+    ],
+)
+def test_a_baseline_of_another_load_is_refused(change: dict[str, t.Any], words: str) -> None:
+    with pytest.raises(ReportError, match=re.escape(words)):
+        build_document(sweep(), DEPLOYMENT, Baseline({**slower(), **change}, "on", "off"))
+
+
+def test_the_module_writes_the_comparison_and_its_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = run_module(module_args(tmp_path / "plain"), capsys)
+    result = run_module(module_args(tmp_path / "compared", baseline=slower(), label="on", baseline_label="off"), capsys)
+    assert not result.get("failed"), result["msg"]
+    assert result["document"]["comparison"]["baseline_label"] == "off" and "## Compared with off" in result["markdown"]
+    assert (tmp_path / "compared" / "bench.png").read_bytes() != (tmp_path / "plain" / "bench.png").read_bytes()
+    assert "comparison" not in plain["document"]
+    refused = run_module(module_args(tmp_path / "refused", baseline={"levels": []}), capsys)
+    assert refused["failed"] is True and "baseline has no levels" in refused["msg"]
+
+
+def test_the_report_states_its_profile_as_llama_benchy_names_it() -> None:
+    document = build_document(sweep(), DEPLOYMENT)
+    profile = document["llama_benchy"]
+    assert (profile["name"], profile["pp"], profile["tg"], profile["tool"]) == ("pp268 tg128", 268, 128, "llama-benchy 0.4.0")
+    first = profile["levels"][0]
+    assert first["exact"] is True and first["tg_tps"] == pytest.approx(1000 / sweep()["levels"][0]["median_tpot_ms"], abs=0.01)
+    markdown = render_markdown(document, None)
+    assert "Profile: pp268 tg128, as `llama-benchy --pp 268 --tg 128 --depth 0 --concurrency 1 4 --exact-tg --no-cache`" in markdown
+    empty = build_document({**sweep(), "levels": [level_metrics([RequestRecord(success=False, error_kind="timeout", error="t")], 5.0, 1)]}, DEPLOYMENT)
+    assert empty["llama_benchy"] is None and "## Compared with llama-benchy" not in render_markdown(empty, None)

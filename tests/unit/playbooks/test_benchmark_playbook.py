@@ -5,7 +5,9 @@
 reaches it (from the controller its management address, ansible_host; from a node of the cluster its fabric
 address), a given benchmark_url wins; and the load generator's connection check before the sweep: a listening port
 passes, a port nothing listens on fails within the connect timeout, naming the URL and the variables to set. The
-play's own variables and tasks, as written, on this machine (local connection)."""
+play's own variables and tasks, as written, on this machine (local connection). And its variable checks for
+benchmark_compare: speculative needs vllm_serve_speculative set, anything else is refused by name; the plays of the
+comparison (the role without speculation, a sweep, the role as set, a sweep) in that order."""
 
 from __future__ import annotations
 
@@ -22,11 +24,14 @@ from ansible_run import play
 REPO = Path(__file__).resolve().parents[3]
 BENCHMARK = REPO / "playbooks" / "benchmark.yml"
 CHECK = "Benchmark | Check the load generator reaches the endpoint"
+SETTINGS = "Benchmark | Check the benchmark variables"
 
 
 def benchmark_play() -> dict[str, t.Any]:
-    (benchmark,) = yaml.safe_load(BENCHMARK.read_text())
-    return t.cast("dict[str, t.Any]", benchmark)
+    """The playbook's first play (the checks), its variables read from its vars_files as Ansible reads them."""
+    first = t.cast("dict[str, t.Any]", yaml.safe_load(BENCHMARK.read_text())[0])
+    assert first["vars_files"] == ["vars/benchmark.yml"], first["vars_files"]
+    return {**first, "vars": yaml.safe_load((BENCHMARK.parent / "vars" / "benchmark.yml").read_text())}
 
 
 def inventory(head_address: str) -> dict[str, t.Any]:
@@ -92,3 +97,46 @@ def test_the_connection_check_passes_a_listener_and_fails_at_once_on_a_closed_po
     assert f"benchmark_url {closed_url}: localhost (benchmark_run_on) cannot reach {netloc} within 2 s" in said, said[-3000:]
     assert "Set benchmark_url to an address localhost reaches" in said and "(the head: spark-head)" in said, said[-3000:]
     assert took < 30, took  # the connect timeout, not the sweep's request timeout (300 s)
+
+
+@pytest.mark.parametrize(
+    ("extra", "refused"),
+    [
+        ({}, None),
+        ({"benchmark_compare": ""}, None),
+        ({"benchmark_compare": "speculative", "vllm_serve_speculative": {"method": "ngram", "num_speculative_tokens": 3}}, None),
+        ({"benchmark_compare": "speculative"}, "vllm_serve_speculative={} is not set (a speculative method) for benchmark_compare=speculative"),
+        ({"benchmark_compare": "eagle"}, "benchmark_compare=eagle is not empty (one sweep) or speculative"),
+    ],
+)
+def test_benchmark_compare_needs_a_speculative_setting_and_nothing_else_is_taken(tmp_path: Path, extra: dict[str, t.Any], refused: str | None) -> None:
+    (check,) = [task for task in benchmark_play()["tasks"] if task.get("name") == SETTINGS]
+    proc = run(tmp_path, [check], extra)
+    said = proc.stdout + proc.stderr
+    if refused is None:
+        assert proc.returncode == 0, said[-3000:]
+    else:
+        assert proc.returncode != 0 and refused in said, said[-3000:]
+
+
+def test_the_comparison_serves_without_speculation_sweeps_then_serves_as_set_and_sweeps_again() -> None:
+    plays = yaml.safe_load(BENCHMARK.read_text())
+    steps = []
+    for each in plays[1:]:
+        if "ansible.builtin.import_playbook" in each:
+            steps.append(("preflight", each["when"]))
+            continue
+        for task in each["tasks"]:
+            inner = task.get("block", [task])
+            for step in inner:
+                if "ansible.builtin.include_role" in step:
+                    steps.append(("role", (step.get("vars") or {}).get("vllm_serve_speculative_enabled", True)))
+                elif "ansible.builtin.include_tasks" in step:
+                    steps.append(("sweep", step["vars"]["__benchmark_sweep_label"]))
+    assert steps == [
+        ("preflight", "(benchmark_compare | default('', true) | string | trim) == 'speculative'"),
+        ("role", False),
+        ("sweep", "speculative decoding off"),
+        ("role", True),
+        ("sweep", "{{ 'speculative decoding on' if __benchmark_comparing | bool else 'the endpoint' }}"),
+    ], steps
