@@ -19,6 +19,11 @@ description:
     O(max_model_len) tokens (default: the model's C(max_position_embeddings)) must fit in MemTotal x
     O(gpu_memory_utilization) (unified memory: the GPU allocates from the host's memory)."
   - "Disk per node: the snapshot's size plus 5 %, less what of it the node already holds."
+  - "With O(draft) (speculative decoding's draft model, V(vllm_serve_speculative)'s C(model)), vLLM 0.32.0's rules for
+    it: its tensor-parallel size (O(draft_tensor_parallel_size), by default the model's) must be 1 or the model's (the
+    model's only for the C(draft_model) method) and fit its heads; its weights / its tensor-parallel size (never
+    pipelined) and its KV cache for one sequence of O(max_model_len) are added to each node's, its snapshot to each
+    node's disk. Its problems name it and V(vllm_serve_speculative)."
   - Returns every problem at once, each naming the variable or host and the numbers, and what to change. An unknown
     architecture or a config without the figures gives warnings saying what was not checked, not problems.
 options:
@@ -53,6 +58,20 @@ options:
     description: Activations and runtime per node (guessed; vLLM measures it at start).
     type: int
     default: 4294967296
+  draft:
+    description:
+      - The result of M(sparkops.inference.model_metadata) for the draft model (keys C(config), C(weight_bytes),
+        C(snapshot_bytes)); none - no draft model.
+    type: dict
+  draft_repo_id:
+    description: The draft model's Hugging Face id, for the messages (C(repo_id) of the C(sparkops.inference.speculative_draft) filter).
+    type: str
+  draft_tensor_parallel_size:
+    description: C(vllm_serve_speculative.draft_tensor_parallel_size); none - vLLM's default, O(tensor_parallel_size).
+    type: int
+  draft_method:
+    description: C(vllm_serve_speculative.method); none - vLLM's default with a draft model, V(draft_model).
+    type: str
 """
 
 EXAMPLES = r"""
@@ -83,7 +102,10 @@ _value:
       type: list
       elements: str
     figures:
-      description: The numbers behind it (weights per node, KV bytes per token, KV budget per host, the overhead used).
+      description:
+        - The numbers behind it (weights per node, KV bytes per token, KV budget per host, the overhead used).
+        - With a draft model, also C(draft_repo_id), C(draft_tensor_parallel_size), C(draft_weights_per_node_bytes),
+          C(draft_kv_bytes_per_token) and C(draft_snapshot_bytes); the KV budget is what is left after both models' weights.
       type: dict
 """
 
@@ -122,9 +144,13 @@ def model_fit_filter(
     max_model_len: t.Any = None,
     kv_cache_dtype: str = "auto",
     overhead_bytes: t.Any = None,
+    draft: t.Any = None,
+    draft_repo_id: t.Any = None,
+    draft_tensor_parallel_size: t.Any = None,
+    draft_method: t.Any = None,
 ) -> dict[str, t.Any]:
     # Imported when called, not at the top (docs/architecture.md, tests/unit/plugins/filter/test_filter_module_imports.py).
-    from ansible_collections.sparkops.inference.plugins.plugin_utils._model_fit import DEFAULT_OVERHEAD_BYTES, Cluster, plan_fit, shape_from_config
+    from ansible_collections.sparkops.inference.plugins.plugin_utils._model_fit import DEFAULT_OVERHEAD_BYTES, Cluster, Draft, plan_fit, shape_from_config
 
     if not isinstance(metadata, t.Mapping) or not isinstance(metadata.get("config"), t.Mapping):
         raise AnsibleFilterError("sparkops.inference.model_fit: the input must be model_metadata's result (with its config)")
@@ -150,7 +176,25 @@ def model_fit_filter(
         )
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError(f"sparkops.inference.model_fit: {exc}") from exc
-    verdict = plan_fit(shape, cluster)
+    draft_model = None
+    if draft not in (None, ""):
+        if not isinstance(draft, t.Mapping) or not isinstance(draft.get("config"), t.Mapping):
+            raise AnsibleFilterError("sparkops.inference.model_fit: draft must be model_metadata's result for the draft model (with its config)")
+        try:
+            draft_model = Draft(
+                repo_id=str(draft_repo_id or "(unnamed)"),
+                shape=shape_from_config(dict(draft["config"]), _count(draft.get("weight_bytes"), "the draft model's weight_bytes")),
+                snapshot_bytes=_count(draft.get("snapshot_bytes"), "the draft model's snapshot_bytes"),
+                tensor_parallel_size=(
+                    None
+                    if draft_tensor_parallel_size in (None, "")
+                    else _number(draft_tensor_parallel_size, "vllm_serve_speculative.draft_tensor_parallel_size", int)
+                ),
+                method=None if draft_method in (None, "") else str(draft_method),
+            )
+        except (TypeError, ValueError) as exc:
+            raise AnsibleFilterError(f"sparkops.inference.model_fit: {exc}") from exc
+    verdict = plan_fit(shape, cluster, draft_model)
     return {"fits": verdict.fits, "problems": verdict.problems, "warnings": verdict.warnings, "figures": verdict.figures}
 
 

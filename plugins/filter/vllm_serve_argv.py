@@ -21,7 +21,8 @@ description:
   - Fails, naming the variable, on a missing or unknown variable, a list or a mapping or a boolean where one argument
     goes, extra arguments that are not a list, a backend other than C(ray) or C(mp), and (backend C(mp)) a rank that is
     not one of the nodes', and a V(vllm_serve_speculative) that is not a mapping of JSON values with a C(method), names
-    a draft model (not distributed yet), or comes with C(--speculative-config) in the extra arguments too.
+    a draft model that is not a Hugging Face repository id, or comes with C(--speculative-config) in the extra
+    arguments too.
 options:
   _input:
     description:

@@ -92,6 +92,8 @@ class GateSettings:
     meminfo_path: str = "/proc/meminfo"
     check_nodes: bool = False  # Ray mode: the snapshot and memory gates on every other node too
     nodes_timeout: float = 60.0  # for Ray to start the node checks, on top of the memory wait
+    draft_repo_id: str = ""  # the draft model of the speculative configuration ("": none), checked as the model is
+    draft_revision: str = "main"
 
     @classmethod
     def from_dict(cls, raw: t.Mapping[str, t.Any]) -> GateSettings:
@@ -117,6 +119,8 @@ class GateSettings:
                 meminfo_path=str(raw.get("meminfo_path") or "/proc/meminfo"),
                 check_nodes=bool(raw.get("check_nodes", False)),
                 nodes_timeout=_finite(raw, "nodes_timeout", 60.0),
+                draft_repo_id=str(raw.get("draft_repo_id") or ""),
+                draft_revision=str(raw.get("draft_revision") or "main"),
             )
         except KeyError as exc:
             raise GateConfigError(f"the gate settings lack {exc.args[0]!r}") from exc
@@ -172,12 +176,18 @@ def snapshot_gate(settings: GateSettings, clock: t.Callable[[], float]) -> GateR
 
 
 def _snapshot_gate(settings: GateSettings, clock: t.Callable[[], float]) -> tuple[GateResult, SnapshotReport]:
+    """The model's snapshot, then the draft model's (when the speculative configuration names one): both complete."""
     start = clock()
     report = check_snapshot(settings.repo_id, settings.revision, cache_dir=settings.cache_dir)
-    if report.complete:
-        message = f"{settings.repo_id} at {report.commit} complete in {settings.cache_dir} ({report.shards} shard(s))"
-        return GateResult("snapshot", True, message, clock() - start), report
-    return GateResult("snapshot", False, report.message(), clock() - start), report
+    if not report.complete:
+        return GateResult("snapshot", False, report.message(), clock() - start), report
+    message = f"{settings.repo_id} at {report.commit} complete in {settings.cache_dir} ({report.shards} shard(s))"
+    if settings.draft_repo_id:
+        draft = check_snapshot(settings.draft_repo_id, settings.draft_revision, cache_dir=settings.cache_dir)
+        if not draft.complete:
+            return GateResult("snapshot", False, f"the draft model (vllm_serve_speculative): {draft.message()}", clock() - start), report
+        message += f"; the draft model {settings.draft_repo_id} at {draft.commit} complete ({draft.shards} shard(s))"
+    return GateResult("snapshot", True, message, clock() - start), report
 
 
 def memory_gate(settings: GateSettings, read: t.Callable[[str], str], clock: t.Callable[[], float], sleep: t.Callable[[float], t.Any]) -> GateResult:

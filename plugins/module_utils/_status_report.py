@@ -322,11 +322,12 @@ def _liveness_settings(raw: t.Any) -> tuple[dict[str, t.Any] | None, str | None]
         return None, None
     if not isinstance(raw, dict):
         return None, f"not a JSON object but {_json_type(raw)}"
-    interval = _finite(raw.get("interval_s"))
+    interval, wedge = _finite(raw.get("interval_s")), _finite(raw.get("wedge_after_s"))
     return {
         "interval_s": interval if interval is not None and interval > 0 else None,
         "failures": _whole(raw.get("failures"), 1),
         "max_restarts_per_hour": _whole(raw.get("max_restarts_per_hour"), 1),
+        "wedge_after_s": wedge if wedge is not None and wedge > 0 else None,
     }, None
 
 
@@ -367,11 +368,14 @@ def _liveness_state(raw: t.Any, now: float | None) -> tuple[dict[str, t.Any] | N
         restarts = [{"at": at, "time": _iso(at)} for at in recent]
     gave_up = raw.get("gave_up_invocation")
     failures = raw.get("failures")
+    progress_at = _finite(raw.get("progress_at"))
     return {
         "failures": _whole(0 if failures is None else failures, 0),
         "restarts": restarts,
         "gave_up": bool(gave_up) if gave_up is None or isinstance(gave_up, str) else None,
         "last_probe": _last_probe(raw.get("last_probe")),
+        # When vLLM's token counters last moved with requests running (the probe's wedge clock); null: none running.
+        "progress_at": progress_at if _iso(progress_at) else None,
     }, None
 
 
@@ -720,6 +724,14 @@ def _unit_text(unit: t.Mapping[str, t.Any]) -> str:
     return f"{active} ({sub})" if sub else str(active)
 
 
+def _stalled(state: t.Mapping[str, t.Any] | None) -> str | None:
+    """``stalled`` or ``wedged`` when the last probe read vLLM's counters frozen with requests running, else None."""
+    probe = None if state is None else state["last_probe"]
+    if probe is None or probe["state"] not in ("stalled", "wedged") or state is None or state.get("progress_at") is None:
+        return None
+    return str(probe["state"])
+
+
 def _probe_text(probe: t.Mapping[str, t.Any] | None, now: float | None) -> str:
     if probe is None:
         return "none yet (vLLM not active since the probe was installed, or its first run is to come)"
@@ -767,6 +779,13 @@ def liveness_lines(liveness: t.Mapping[str, t.Any] | None, now: float | None) ->
         lines.append("- State: none yet (the probe has not run).")
         return lines
     lines.append(f"- Last probe: {_probe_text(state['last_probe'], now)}.")
+    stalled = _stalled(state)
+    if stalled:
+        wedge = (settings or {}).get("wedge_after_s")
+        lines.append(
+            f"- Generation: **{stalled}**: vLLM's token counters have not moved since {_ago(state['progress_at'], now)} with "
+            "requests running" + (f"; a wedge after {wedge:g} s (`vllm_serve_liveness_wedge_after_s`), then the group restarts." if wedge else ".")
+        )
     failures = "unknown" if state["failures"] is None else str(state["failures"])
     limit = (settings or {}).get("failures")
     lines.append(f"- Failed probes in a row: {failures}" + (f" of {limit} (then it restarts vLLM)." if limit is not None else "."))
@@ -798,7 +817,7 @@ def liveness_headline(liveness: t.Mapping[str, t.Any] | None, now: float | None)
         at = _finite(probe["at"])
         age = f" {duration(now - at)} ago" if at is not None and now is not None else ""
         if probe["ok"] is True:
-            parts.append(f"last probe ok{age}")
+            parts.append(f"last probe ok{age}" + (", **generation stalled**" if _stalled(state) else ""))
         else:
             failed = "**last probe failed**" if probe["ok"] is False else "last probe unknown"
             parts.append(f"{failed}{age}" + (f" ({_cell(probe['state'])})" if probe["state"] else ""))

@@ -175,18 +175,32 @@ def benchy_on_head() -> t.Iterator[None]:
 def test_the_benchmark_agrees_with_llama_benchy(tmp_path: Path) -> None:
     """Issue 35: our figures as llama-benchy names them (_benchmark_profile: pp = prompt tokens / median TTFT, tg =
     1 / median TPOT) against llama-benchy's own at the same lengths on the same endpoint, one request at a time, both
-    on the head: pp and tg within 15 % of the median of its runs (the median request, as ours; its mean, the headline,
-    is recorded beside it). Its prompt is ours in tokens as the engine counted them, chat template included (its
-    --pp counts the template: --adapt-prompt)."""
+    on the head: each against the engine's own pace during its run (its /metrics: prompt tokens over mean TTFT, 1 over
+    mean TPOT), and the two within 15 % of each other, as with `vllm bench serve` (the engine's pace on this 2-core
+    host moves with what runs beside it, llama-benchy's client among it: found here, its first lab run had tg 41.8
+    t/s for ours and 34.7 for it, while the engine's own TPOT during ours was ours). The medians of its runs (the
+    median request, as ours; its mean, the headline, is recorded beside it). Its prompt is ours in tokens as the
+    engine counted them, chat template included (its --pp counts the template: --adapt-prompt)."""
     mine, engine = measured(functools.partial(ours, tmp_path / "llama-benchy-c1", 1), 1)
     prompt = round(mine["total_input_tokens"] / mine["completed"])
-    benchy = llama_benchy(prompt)
+    benchy, benchy_engine = measured(functools.partial(llama_benchy, prompt), 1)
     shown = figures(mine)
     theirs = {key: statistics.median(benchy[f"{key}_throughput"]["values"]) for key in ("pp", "tg")}
+
+    def pace(view: dict[str, float]) -> dict[str, float]:
+        """The engine's own pp and tg during a run (its warm-up requests included: llama-benchy's one)."""
+        return {"pp": view["total_input_tokens"] / view["completed"] * 1000 / view["mean_ttft_ms"], "tg": 1000 / view["mean_tpot_ms"]}
+
+    ours_pace, benchy_pace = pace(engine), pace(benchy_engine)
+    relative = {
+        "ours": {key: getattr(shown, key) / ours_pace[key] for key in ("pp", "tg") if getattr(shown, key) is not None},
+        "llama_benchy": {key: theirs[key] / benchy_pace[key] for key in ("pp", "tg")},
+    }
     problems = [
-        f"{key}: ours {getattr(shown, key):.1f} t/s, llama-benchy's {theirs[key]:.1f} (median of {len(benchy[f'{key}_throughput']['values'])} runs)"
+        f"{key}: ours {getattr(shown, key):.1f} t/s, {relative['ours'].get(key, 0):.2f} of the engine's pace; llama-benchy's "
+        f"{theirs[key]:.1f} (median of {len(benchy[f'{key}_throughput']['values'])} runs), {relative['llama_benchy'][key]:.2f} of the engine's"
         for key in ("pp", "tg")
-        if getattr(shown, key) is None or abs(getattr(shown, key) / theirs[key] - 1) > TOLERANCE
+        if key not in relative["ours"] or abs(relative["ours"][key] - relative["llama_benchy"][key]) > TOLERANCE
     ]
     compared = {
         "profile": f"pp{prompt} tg{OUTPUT_TOKENS}",
@@ -194,6 +208,8 @@ def test_the_benchmark_agrees_with_llama_benchy(tmp_path: Path) -> None:
                                "--runs", str(REQUESTS), "--exact-tg", "--no-cache", "--skip-coherence", "--extra-body", BENCHY_EXTRA_BODY]),
         "ours": {**shown.as_dict(), **{k: mine[k] for k in KEYS}, "median_ttft_ms": mine["median_ttft_ms"], "median_tpot_ms": mine["median_tpot_ms"]},
         "engine_during_ours": engine,
+        "engine_during_llama_benchy": benchy_engine,
+        "relative_to_the_engine": relative,
         "llama_benchy": {
             **{f"{key}_tps_median": theirs[key] for key in ("pp", "tg")},
             **{f"{key}_tps_mean": benchy[f"{key}_throughput"]["mean"] for key in ("pp", "tg")},

@@ -2,10 +2,12 @@
 prompt lookup (the method the CPU build runs with no draft model) serves on both ranks, a rerun changes nothing, and
 playbooks/benchmark.yml reports what speculation did from the engine's own counters, the same numbers the engine's
 /metrics holds as prometheus_client reads it; its comparison (benchmark_compare=speculative) restarts the engine
-without speculation, sweeps, restarts it as set, sweeps again and reports both with the gain. Settings the pinned vLLM refuses (a method it does not know, no
-speculative tokens) stop the role before the unit changes, with vLLM's own message and the variable. At the end the
-engine serves without speculation again, as the next tests expect. The figures go to
-tests/output/ci/engine-speculative.json."""
+without speculation, sweeps, restarts it as set, sweeps again and reports both with the gain. Then a draft model
+(draft_model: a second, smaller random-weight model of the same vocabulary, seeded on the head only as the model
+is): site.yml distributes it to the worker, the gate checks it, the engine speculates with it on both ranks.
+Settings the pinned vLLM refuses (a method it does not know, no speculative tokens) stop the role before the unit
+changes, with vLLM's own message and the variable. At the end the engine serves without speculation again, as the
+next tests expect. The figures go to tests/output/ci/engine-speculative.json."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from engine_bench import API_KEY, FIGURES, HEAD_IP, LEVELS, OUTPUT_TOKENS, PROMP
 from engine_serving import HEAD, UNIT, WORKER, main_pid, serves, wait_serving
 
 sys.path.insert(0, str(Path(os.environ["ENGINE_LAB_PROJECT"]) / "tests" / "lab"))
-from sparklab import engine_record  # noqa: E402
+from sparklab import engine_record, hf_model  # noqa: E402
 from sparklab.scenario import node, playbook, recap  # noqa: E402
 
 # prompt_lookup_min 1: the last generated token found earlier in the sequence is enough to draft (the benchmark's
@@ -35,6 +37,10 @@ NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3,
 # path (rejection_sampler.py:546-547). The scenario's own extra arguments (molecule.yml) are kept.
 GREEDY = ["--enforce-eager", "--kv-cache-memory-bytes", "64M", "--override-generation-config", '{"temperature": 0.0}']
 SPECULATIVE_FIGURES = FIGURES.with_name("engine-speculative.json")
+# The draft model: 8 MB (hidden 128, head_dim 32; vLLM 0.32.0's CPU attention refuses head_dim 16: "Unsupported CPU
+# attention configuration", found here), the lab model's vocabulary and tokenizer, other random weights (seed 1).
+DRAFT = "sparkops-lab/tiny-draft"
+DRAFTED = {"method": "draft_model", "model": DRAFT, "num_speculative_tokens": 2}
 
 
 def unit_files() -> dict[str, str]:
@@ -130,6 +136,32 @@ def test_the_comparison_sweeps_without_speculation_then_as_set_and_reports_the_g
     figures = json.loads(SPECULATIVE_FIGURES.read_text()) if SPECULATIVE_FIGURES.exists() else {}
     figures["comparison"] = comparison["levels"]
     figures["comparison_speculative"] = {str(level["max_concurrency"]): level["speculative"] for level in on}
+    SPECULATIVE_FIGURES.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+@pytest.mark.usefixtures("no_liveness_probe")
+def test_a_draft_model_is_distributed_checked_and_speculated_with(tmp_path: Path) -> None:
+    info = hf_model.seed_node(HEAD, DRAFT, total_bytes=hf_model.parse_size("8MB"), shards=1, seed=1)
+    snapshot = f"{hf_model.NODE_HUB_CACHE}/{hf_model.repo_folder(DRAFT)}/snapshots/{info.commit}"
+    assert node(WORKER).run(f"test -e {snapshot}").rc != 0  # on the head only, as the model was
+    run = playbook("site.yml", "--tags", "model,serve", "-e", json.dumps({"vllm_serve_speculative": DRAFTED, "vllm_serve_extra_args": GREEDY}))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    wait_serving(600)
+    for host in (HEAD, WORKER):  # distributed, every file as the head has it
+        listing = node(host).check_output(f"cd {snapshot} && sha256sum $(ls | sort)")
+        assert listing == node(HEAD).check_output(f"cd {snapshot} && sha256sum $(ls | sort)"), host
+        gate = json.loads(node(host).file("/etc/sparkops/vllm-gate.json").content_string)
+        assert gate["draft_repo_id"] == DRAFT, gate
+    said = node(HEAD).check_output(f"journalctl -u {UNIT} --no-pager -o cat | grep 'gate snapshot: ok' | tail -1")
+    assert f"the draft model {DRAFT} at {info.commit} complete" in said, said
+    again = playbook("site.yml", "--tags", "model,serve", "-e", json.dumps({"vllm_serve_speculative": DRAFTED, "vllm_serve_extra_args": GREEDY}))
+    assert again.returncode == 0 and all(s["changed"] == 0 for s in recap(again).values()), recap(again)
+    measured = engine_record.benchmark_level(HEAD_IP, API_KEY, tmp_path, 1, SPECULATIVE_FIGURES.with_name("engine-draft.json"), run_on=HEAD)
+    spec = measured["speculative"]
+    # A random-weight drafter: its guesses are rarely the model's (the mechanism is what is shown, not a gain).
+    assert spec is not None and spec["drafts"] > 0 and spec["draft_tokens"] == 2 * spec["drafts"], spec
+    figures = json.loads(SPECULATIVE_FIGURES.read_text()) if SPECULATIVE_FIGURES.exists() else {}
+    figures["draft_model"] = {"speculative_config": DRAFTED, "speculative": spec, "output_throughput": measured["output_throughput"]}
     SPECULATIVE_FIGURES.write_text(json.dumps(figures, indent=2) + "\n")
 
 

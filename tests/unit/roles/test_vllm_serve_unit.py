@@ -128,6 +128,23 @@ def test_speculative_decoding_reaches_every_rank_as_one_json_argument(tmp_path: 
         assert json.loads(argv[at + 1]) == speculative and argv[at + 2] == "--distributed-executor-backend", argv
 
 
+def test_a_draft_model_reaches_each_rank_and_its_gate_and_vllm_serve_speculative_enabled_false_serves_without(tmp_path: Path) -> None:
+    """A draft model (vllm_serve_speculative.model): in the flag as given (vLLM reads the repository id from the cache
+    model_sync filled) and in each rank's gate settings, which check its snapshot; with vllm_serve_speculative_enabled
+    false (playbooks/benchmark.yml's comparison), neither."""
+    speculative = {"method": "draft_model", "model": "org/drafter", "revision": "v2", "num_speculative_tokens": 2}
+    for case in ("on", "off"):
+        (tmp_path / case).mkdir()
+    files = render(tmp_path / "on", vllm_serve_backend="mp", vllm_serve_speculative=speculative)
+    for host in ("spark-head", "spark-worker1"):
+        (argv,) = systemd_syntax.read(files[f"{host}.service"]).commands["ExecStart"]
+        assert json.loads(argv[argv.index("--speculative-config") + 1]) == speculative, argv
+        gate = json.loads(files[f"{host}.json"])
+        assert (gate["draft_repo_id"], gate["draft_revision"]) == ("org/drafter", "v2"), gate
+    files = render(tmp_path / "off", vllm_serve_backend="mp", vllm_serve_speculative=speculative, vllm_serve_speculative_enabled=False)
+    assert "--speculative-config" not in files["spark-head.service"] and "draft_repo_id" not in json.loads(files["spark-head.json"])
+
+
 def test_mp_mode_fences_the_headless_ranks_to_the_nodes_and_leaves_rank_0_open_for_the_api(tmp_path: Path) -> None:
     files = render(tmp_path, vllm_serve_backend="mp")
     head, worker = (systemd_syntax.read(files[f"{host}.service"]) for host in ("spark-head", "spark-worker1"))

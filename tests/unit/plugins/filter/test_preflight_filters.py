@@ -140,3 +140,70 @@ def test_recon_filters_join_the_plan_and_take_the_fit_facts() -> None:
         FactsFilters().filters()["recon_fit_facts"]({"w": {"memory": {}, "disk": {"free_bytes": 1}}})
     with pytest.raises(AnsibleFilterError, match="cluster must be the cluster plan"):
         NodesFilters().filters()["recon_nodes"](recon, {"head": "h"})
+
+
+# Speculative decoding's draft model (issue 35), as the preflight passes it: model_metadata's result and the
+# speculative_draft filter's repo_id and tensor_parallel_size.
+DRAFT_CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "max_position_embeddings": 40960,
+}
+DRAFT = {"config": DRAFT_CONFIG, "weight_bytes": 4 * GIB, "snapshot_bytes": 4 * GIB + 10**6}
+
+
+def test_model_fit_without_a_draft_model_is_unchanged() -> None:
+    for draft in (None, ""):
+        assert model_fit(METADATA, NODES, 2, 1, 0.85, draft=draft, draft_repo_id="org/drafter") == model_fit(METADATA, NODES, 2, 1, 0.85)
+
+
+def test_model_fit_counts_a_draft_model_that_fits() -> None:
+    fit = model_fit(METADATA, NODES, 2, 1, 0.85, draft=DRAFT, draft_repo_id="org/drafter", draft_method="draft_model")
+    assert fit["fits"] is True, fit["problems"]
+    figures = fit["figures"]
+    assert figures["weights_per_node_bytes"] == 30 * GIB and figures["draft_weights_per_node_bytes"] == 2 * GIB
+    assert figures["draft_tensor_parallel_size"] == 2 and figures["draft_repo_id"] == "org/drafter"
+    assert figures["draft_kv_bytes_per_token"] == 2 * 28 * 4 * 128 * 2 and figures["draft_snapshot_bytes"] == DRAFT["snapshot_bytes"]
+    one = model_fit(METADATA, NODES, 2, 1, 0.85, draft=DRAFT, draft_repo_id="org/drafter", draft_tensor_parallel_size="1", draft_method="eagle")
+    assert one["fits"] and one["figures"]["draft_weights_per_node_bytes"] == 4 * GIB
+
+
+def test_model_fit_a_draft_model_too_big_names_it_and_vllm_serve_speculative() -> None:
+    big = {**DRAFT, "weight_bytes": 160 * GIB, "snapshot_bytes": 160 * GIB}
+    fit = model_fit(METADATA, NODES, 2, 1, 0.85, draft=big, draft_repo_id="org/drafter")
+    assert not fit["fits"]
+    memory = [p for p in fit["problems"] if p.startswith("host spark-head: the weights")]
+    assert memory and "plus the draft model org/drafter's 80.0 GiB per node (160.0 GiB over its TP 2)" in memory[0]
+    assert memory[0].endswith("or choose a smaller draft model in vllm_serve_speculative")
+    assert not any("free where the model goes" in p for p in fit["problems"])  # 500 GiB free: the disk is enough
+
+
+def test_model_fit_counts_the_draft_models_snapshot_against_disk() -> None:
+    nodes = {host: {**facts, "disk_free": 66 * GIB} for host, facts in NODES.items()}  # the model's 61 GiB + 5 % fits
+    assert model_fit(METADATA, nodes, 2, 1, 0.85, max_model_len=4096)["fits"]
+    fit = model_fit(METADATA, nodes, 2, 1, 0.85, max_model_len=4096, draft=DRAFT, draft_repo_id="org/drafter")
+    assert [p.split(":")[0] for p in fit["problems"]] == ["host spark-head", "host spark-worker1"]
+    assert "needed (the snapshot's 61.0 GiB and the draft model org/drafter's 4.0 GiB (vllm_serve_speculative) plus 5%" in fit["problems"][0]
+
+
+def test_model_fit_a_corrupt_draft_config_is_a_problem_naming_it() -> None:
+    fit = model_fit(METADATA, NODES, 2, 1, 0.85, draft={**DRAFT, "config": {**DRAFT_CONFIG, "head_dim": 1e400}}, draft_repo_id="org/drafter")
+    assert fit["problems"] == ["vllm_serve_speculative: the draft model org/drafter's config.json is corrupt: head_dim is inf (a float), not an integer"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"draft": {"weight_bytes": 1}}, "draft must be model_metadata's result for the draft model"),
+        ({"draft": {**DRAFT, "weight_bytes": -1}}, "the draft model's weight_bytes must be a whole number"),
+        ({"draft": {**DRAFT, "snapshot_bytes": None}}, "the draft model's snapshot_bytes must be a whole number"),
+        ({"draft": DRAFT, "draft_tensor_parallel_size": 0}, "vllm_serve_speculative.draft_tensor_parallel_size must be a whole number of at least 1, not 0"),
+        ({"draft": DRAFT, "draft_tensor_parallel_size": 1.5}, "vllm_serve_speculative.draft_tensor_parallel_size must be a whole number, not 1.5"),
+    ],
+)
+def test_model_fit_bad_draft_input(arguments: dict[str, t.Any], message: str) -> None:
+    with pytest.raises(AnsibleFilterError, match=message):
+        model_fit(METADATA, NODES, 2, 1, 0.85, draft_repo_id="org/drafter", **arguments)

@@ -46,7 +46,7 @@ def test_filter_defaults_to_a_single_node_rank_0() -> None:
         (role_vars(tool_call_parser=None), {}, "vllm_serve_tool_call_parser must be a string or a number"),
         (role_vars(backend="ray", extra_args="--enforce-eager"), {}, "vllm_serve_extra_args must be a list of arguments"),
         (role_vars(), {"nnodes": 2, "node_rank": -1}, "node_rank -1 is not a rank of the 2 node(s)"),
-        (role_vars(speculative={"method": "eagle3", "model": "org/head"}), {}, "vllm_serve_speculative.model: a draft model is not supported"),
+        (role_vars(speculative={"method": "eagle3", "model": "./head"}), {}, "vllm_serve_speculative.model must be the draft model's Hugging Face"),
     ],
 )
 def test_filter_errors_name_the_filter_and_the_variable(value: t.Any, kwargs: dict[str, t.Any], said: str) -> None:

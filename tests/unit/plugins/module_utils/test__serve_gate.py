@@ -115,6 +115,21 @@ def test_snapshot_gate_fails_on_a_missing_shard(tmp_path: Path) -> None:
     assert "model-00002-of-00003.safetensors is missing" in results[0].message
 
 
+def test_the_snapshot_gate_checks_the_draft_model_too(tmp_path: Path) -> None:
+    """The draft model vllm_serve_speculative names (draft_repo_id): complete, both named; missing or incomplete, the
+    gate fails naming it and the variable."""
+    cache = build_cache(tmp_path)
+    build_cache(tmp_path, repo_id="org/drafter", shards=1)
+    gate = settings(str(cache.cache_dir), gates=["snapshot"], draft_repo_id="org/drafter", draft_revision="main")
+    (result,) = run_gates(gate)
+    assert result.ok and result.message.endswith(f"; the draft model org/drafter at {COMMIT} complete (1 shard(s))"), result.message
+    (result,) = run_gates(settings(str(cache.cache_dir), gates=["snapshot"], draft_repo_id="org/other-drafter"))
+    assert not result.ok and result.message.startswith("the draft model (vllm_serve_speculative): "), result.message
+    assert "org/other-drafter" in result.message, result.message
+    (result,) = run_gates(settings(str(cache.cache_dir), gates=["snapshot"]))
+    assert result.ok and "draft" not in result.message
+
+
 def test_memory_gate_waits_for_memory_to_come_back_then_fails_at_its_deadline(tmp_path: Path) -> None:
     cache = build_cache(tmp_path)
     clock = FakeClock()

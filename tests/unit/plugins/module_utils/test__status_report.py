@@ -410,6 +410,7 @@ LIVENESS_SETTINGS: dict[str, t.Any] = {
     "max_restarts_per_hour": 3,
     "timeout_s": 60.0,
     "startup_grace_s": 1800.0,
+    "wedge_after_s": 120.0,
 }
 PROBE_OK = "health: 200; models: tiny-moe listed; completion: 4 token(s)"
 PROBE_TIMEOUT = "health: 200; models: tiny-moe listed; completion: timed out after 60 s"
@@ -459,13 +460,14 @@ def test_liveness_healthy_last_probe(tmp_path: Path) -> None:
         "timer": {"unit": "sparkops-vllm-liveness.timer", "active_state": "active", "sub_state": "waiting", "enabled": "enabled", "result": "success"},
         "timer_active": True,
         "service": {"unit": "sparkops-vllm-liveness.service", "active_state": "inactive", "sub_state": "dead", "enabled": "static", "result": "success"},
-        "settings": {"interval_s": 30.0, "failures": 3, "max_restarts_per_hour": 3},
+        "settings": {"interval_s": 30.0, "failures": 3, "max_restarts_per_hour": 3, "wedge_after_s": 120.0},
         "settings_error": None,
         "state": {
             "failures": 0,
             "restarts": [{"at": NOW - 2400.0, "time": "2026-01-31T13:20:00Z"}],
             "gave_up": False,
             "last_probe": {"at": NOW - 12.5, "time": "2026-01-31T13:59:47Z", "ok": True, "state": "ready", "message": PROBE_OK},
+            "progress_at": None,
         },
         "state_error": None,
     }
@@ -569,6 +571,27 @@ def test_liveness_garbled_state_file_is_unreadable(tmp_path: Path, state: str, w
     assert "- Liveness: **state unreadable**" in headline(doc)
 
 
+@pytest.mark.parametrize(
+    ("probe_state", "ok", "headline_part"),
+    [("stalled", True, "last probe ok 12s ago, **generation stalled**"), ("wedged", False, "**last probe failed** 12s ago (wedged)")],
+)
+def test_liveness_shows_generation_frozen_from_the_engines_counters(tmp_path: Path, probe_state: str, ok: bool, headline_part: str) -> None:
+    """The probe's own reading of vLLM's /metrics (issue 35): requests running, the token counters frozen since
+    progress_at; stalled below vllm_serve_liveness_wedge_after_s, wedged (and acted on) at it."""
+    message = "1 request(s) running, vLLM's generated and prompt tokens not moved for 95 s"
+    state = State(progress_tokens=4096.0, progress_at=NOW - 95.0, last_probe={"at": NOW - 12.5, "ok": ok, "state": probe_state, "message": message})
+    doc = document(nodes=with_probe_units(), liveness=slurped(tmp_path, state))
+    assert doc["liveness"]["state"]["progress_at"] == NOW - 95.0
+    markdown = liveness_markdown(doc)
+    line = f"- Generation: **{probe_state}**: vLLM's token counters have not moved since 2026-01-31T13:58:25Z (1m 35s ago) with requests running"
+    assert line + "; a wedge after 120 s (`vllm_serve_liveness_wedge_after_s`), then the group restarts.\n" in markdown, markdown
+    assert headline_part in "\n".join(headline(doc)), headline(doc)
+    # Generating (the counters moved at the last probe, which then kept that time): no such line.
+    moving = State(progress_tokens=4200.0, progress_at=NOW - 12.5, last_probe={"at": NOW - 12.5, "ok": True, "state": "generating", "message": "tokens moved"})
+    doc = document(nodes=with_probe_units(), liveness=slurped(tmp_path, moving))
+    assert "- Generation:" not in liveness_markdown(doc) and "stalled" not in "\n".join(headline(doc))
+
+
 def test_liveness_keys_of_the_wrong_type_are_unknown(tmp_path: Path) -> None:
     garbled = {"failures": "many", "restarts": [NOW - 60, "soon"], "gave_up_invocation": 7, "last_probe": "yesterday"}
     doc = document(nodes=with_probe_units(), liveness={**slurped(tmp_path), "state": b64(json.dumps(garbled).encode())})
@@ -577,6 +600,7 @@ def test_liveness_keys_of_the_wrong_type_are_unknown(tmp_path: Path) -> None:
         "restarts": None,
         "gave_up": None,
         "last_probe": {"at": None, "time": None, "ok": None, "state": None, "message": None},
+        "progress_at": None,
     }
     markdown = liveness_markdown(doc)
     assert "- Last probe: unknown (its record is garbled).\n" in markdown
@@ -586,7 +610,7 @@ def test_liveness_keys_of_the_wrong_type_are_unknown(tmp_path: Path) -> None:
     huge = b'{"restarts": [1e308], "last_probe": {"at": 1e300, "ok": "yes", "state": 3, "message": ["x"]}, "failures": NaN}'
     settings = b64(json.dumps({"interval_s": "30", "failures": 0, "max_restarts_per_hour": 2.5}).encode())
     doc = document(nodes=with_probe_units(), liveness={"settings": settings, "state": b64(huge)})
-    assert doc["liveness"]["settings"] == {"interval_s": None, "failures": None, "max_restarts_per_hour": None}
+    assert doc["liveness"]["settings"] == {"interval_s": None, "failures": None, "max_restarts_per_hour": None, "wedge_after_s": None}
     assert doc["liveness"]["state"]["restarts"] is None and doc["liveness"]["state"]["failures"] is None
     assert doc["liveness"]["state"]["last_probe"] == {"at": None, "time": None, "ok": None, "state": None, "message": None}
     assert "- Timer: `sparkops-vllm-liveness.timer` active (waiting), enabled.\n" in liveness_markdown(doc)

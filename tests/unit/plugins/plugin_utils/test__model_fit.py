@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.sparkops.inference.plugins.plugin_utils._model_fit import (
     GIB,
     Cluster,
+    Draft,
     Verdict,
     largest_stage_layers,
     plan_fit,
@@ -238,3 +239,178 @@ def test_a_split_no_cluster_can_have_is_refused_naming_its_variable(change: dict
     """Before any arithmetic: TP 0 would divide by zero in the head rules, a NaN utilization would pass every check."""
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         cluster(**change)
+
+
+# Speculative decoding's draft model (issue 35): a Qwen3-1.7B-like one, 28 layers, 16 heads, 8 KV heads of 128, ~4 GB.
+DRAFT_CONFIG: dict[str, t.Any] = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "hidden_size": 2048,
+    "max_position_embeddings": 40960,
+}
+DRAFT_WEIGHTS = 4 * 10**9
+DRAFT_REPO = "org/drafter"
+
+
+def draft(config: dict[str, t.Any] | None = None, weights: int = DRAFT_WEIGHTS, **kwargs: t.Any) -> Draft:
+    values: dict[str, t.Any] = {
+        "repo_id": DRAFT_REPO,
+        "shape": shape_from_config(DRAFT_CONFIG if config is None else config, weights),
+        "snapshot_bytes": weights + 10**7,
+        "method": "draft_model",
+    }
+    values.update(kwargs)
+    return Draft(**values)
+
+
+def test_without_a_draft_model_the_verdict_is_the_same() -> None:
+    for split in (cluster(), cluster(tp=1), cluster(util=0.45), cluster(max_model_len=2_000_000)):
+        alone, with_none = plan_fit(shape_from_config(CONFIG, WEIGHTS), split), plan_fit(shape_from_config(CONFIG, WEIGHTS), split, None)
+        assert (alone.problems, alone.warnings, alone.figures) == (with_none.problems, with_none.warnings, with_none.figures)
+        assert not any(key.startswith("draft_") for key in alone.figures)
+
+
+def test_a_draft_model_that_fits_is_counted_per_node() -> None:
+    alone = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster())
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(), draft())
+    assert verdict.fits, verdict.problems
+    figures = verdict.figures
+    assert figures["weights_per_node_bytes"] == WEIGHTS // 2 and figures["kv_bytes_per_token"] == alone.figures["kv_bytes_per_token"]
+    # vLLM's default: the draft model's tensor-parallel size is the model's (2); never pipelined.
+    assert figures["draft_tensor_parallel_size"] == 2 and figures["draft_repo_id"] == DRAFT_REPO
+    assert figures["draft_weights_per_node_bytes"] == DRAFT_WEIGHTS // 2
+    assert figures["draft_kv_bytes_per_token"] == 2 * 28 * (8 // 2) * 128 * 2  # its own layers, KV heads / its TP, bf16
+    assert figures["draft_snapshot_bytes"] == DRAFT_WEIGHTS + 10**7
+    # One budget: what is left for the KV cache is less by the draft model's weights.
+    assert figures["kv_budget_bytes"]["spark-0"] == alone.figures["kv_budget_bytes"]["spark-0"] - DRAFT_WEIGHTS // 2
+
+
+def test_the_draft_models_kv_cache_follows_the_kv_cache_dtype() -> None:
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(kv_cache_dtype="fp8"), draft())
+    assert verdict.figures["draft_kv_bytes_per_token"] == 2 * 28 * 4 * 128 * 1
+
+
+def test_a_draft_model_on_one_rank_puts_all_its_weights_on_every_node() -> None:
+    """draft_tensor_parallel_size 1 (eagle: vLLM takes 1 or the model's size): each rank holds the whole draft model."""
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(), draft(tensor_parallel_size=1, method="eagle"))
+    assert verdict.fits, verdict.problems
+    assert verdict.figures["draft_tensor_parallel_size"] == 1
+    assert verdict.figures["draft_weights_per_node_bytes"] == DRAFT_WEIGHTS
+    assert verdict.figures["draft_kv_bytes_per_token"] == 2 * 28 * 8 * 128 * 2
+    default = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(), draft(method="eagle"))
+    assert default.figures["draft_weights_per_node_bytes"] == DRAFT_WEIGHTS // 2
+
+
+def test_the_draft_model_method_takes_only_the_models_tensor_parallel_size() -> None:
+    """vLLM 0.32's DraftModelProposer refuses a draft TP other than the model's; any method refuses one other than 1 or it."""
+    one = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(), draft(tensor_parallel_size=1))
+    assert one.problems == [
+        "vllm_serve_speculative.draft_tensor_parallel_size (1) for the draft model org/drafter: vLLM's draft_model method runs "
+        "the draft model with the model's tensor-parallel size only; remove draft_tensor_parallel_size or set it to 2"
+    ]
+    three = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(tp=4), draft(tensor_parallel_size=3, method="eagle"))
+    assert (
+        "vllm_serve_speculative.draft_tensor_parallel_size (3) for the draft model org/drafter must be 1 or sparkops_tensor_parallel_size (4) "
+        "(vLLM refuses any other)"
+    ) in three.problems
+    assert plan_fit(shape_from_config(CONFIG, 10**9), cluster(tp=1), draft(tensor_parallel_size=1)).fits
+
+
+def test_a_draft_model_whose_heads_its_split_does_not_divide_names_vllm_serve_speculative() -> None:
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(tp=4), draft({**DRAFT_CONFIG, "num_attention_heads": 14, "num_key_value_heads": 2}))
+    assert not verdict.fits
+    assert (
+        "vllm_serve_speculative: the draft model org/drafter's 14 attention heads are not divisible by its tensor-parallel size 4 "
+        "(vLLM refuses it); sizes that do: 1, 2, 7, 14 (draft_tensor_parallel_size may be 1 or 4), or choose another draft model"
+    ) in verdict.problems
+    assert not any(p.startswith("sparkops_tensor_parallel_size") for p in verdict.problems)  # the model's own split is good
+    kv = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(tp=4), draft({**DRAFT_CONFIG, "num_key_value_heads": 6}))
+    assert any(p.startswith("vllm_serve_speculative: the draft model org/drafter's 6 KV heads and its tensor-parallel size 4") for p in kv.problems)
+
+
+def test_a_draft_model_that_does_not_fit_names_it_and_the_variable() -> None:
+    """The model alone fits at 0.8 on two Sparks (test_the_deployment_we_automate_fits); an 80 GB draft model does not."""
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(), draft(weights=80 * 10**9))
+    assert not verdict.fits and len(verdict.problems) == 2  # both hosts
+    problem = verdict.problems[0]
+    assert problem.startswith(
+        "host spark-0: the weights take 55.4 GiB per node (110.8 GiB over TP 2 x PP 1) plus the draft model org/drafter's "
+        "37.3 GiB per node (74.5 GiB over its TP 2) plus about 4.0 GiB of activations and runtime"
+    ), problem
+    assert problem.endswith("or choose a smaller draft model in vllm_serve_speculative"), problem
+
+
+def test_the_draft_models_kv_cache_shortens_the_context_that_fits() -> None:
+    shape = shape_from_config(CONFIG, WEIGHTS)
+    alone = plan_fit(shape, cluster())
+    per_token = alone.figures["kv_bytes_per_token"] + 2 * 28 * 4 * 128 * 2
+    budget = alone.figures["kv_budget_bytes"]["spark-0"] - DRAFT_WEIGHTS // 2
+    fits_alone = alone.figures["kv_budget_bytes"]["spark-0"] // alone.figures["kv_bytes_per_token"]
+    verdict = plan_fit(shape, cluster(max_model_len=fits_alone), draft())
+    assert plan_fit(shape, cluster(max_model_len=fits_alone)).fits and not verdict.fits
+    problem = verdict.problems[0]
+    assert problem.startswith(f"host spark-0: one sequence of {fits_alone} tokens needs ") and "(the draft model org/drafter's " in problem
+    assert f"set vllm_serve_max_model_len to at most {budget // per_token}," in problem
+    assert problem.endswith("or choose a smaller draft model in vllm_serve_speculative"), problem
+    assert plan_fit(shape, cluster(max_model_len=budget // per_token), draft()).fits
+
+
+def test_the_draft_model_is_not_pipelined() -> None:
+    """PP 2: the model's weights are halved again, the draft model's are not (the whole of it on the last stage)."""
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(tp=1, pp=2), draft())
+    assert verdict.figures["weights_per_node_bytes"] == WEIGHTS // 2
+    assert verdict.figures["draft_weights_per_node_bytes"] == DRAFT_WEIGHTS
+    assert verdict.figures["draft_kv_bytes_per_token"] == 2 * 28 * 8 * 128 * 2
+
+
+def test_the_draft_models_snapshot_needs_disk_on_every_node() -> None:
+    free = 130 * GIB  # the model's ~111 GiB + 5 % fits; with the drafter's ~3.7 GiB it does not
+    split = cluster(disk_free={"spark-0": free, "spark-1": free})
+    assert plan_fit(shape_from_config(CONFIG, WEIGHTS), split).fits
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), split, draft(weights=20 * 10**9))
+    needed = (WEIGHTS + 10**7 + 20 * 10**9 + 10**7) * 1.05
+    assert verdict.problems == [
+        f"host spark-{n}: 130.0 GiB free where the model goes, {needed / GIB:.1f} GiB needed (the snapshot's 110.8 GiB and "
+        f"the draft model org/drafter's 18.6 GiB (vllm_serve_speculative) plus 5%, less what of the model is already there)"
+        for n in (0, 1)
+    ]
+
+
+def test_a_corrupt_draft_config_is_a_problem_naming_it() -> None:
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(), draft({**DRAFT_CONFIG, "num_hidden_layers": "28"}))
+    assert verdict.problems == [
+        "vllm_serve_speculative: the draft model org/drafter's config.json is corrupt: num_hidden_layers is '28' (a string), not an integer"
+    ]
+    assert "the draft model org/drafter's weights and KV cache were not counted: its figures are corrupt" in verdict.warnings
+    assert verdict.figures["weights_per_node_bytes"] == WEIGHTS // 2 and verdict.figures["draft_weights_per_node_bytes"] is None
+    huge = plan_fit(shape_from_config(CONFIG, WEIGHTS), cluster(), draft(weights=10**400, snapshot_bytes=10**9))
+    assert huge.problems == [
+        "vllm_serve_speculative: the draft model org/drafter's weight bytes are an integer of 1329 bits, more than any model has "
+        f"(at most {2**64 - 1}, 64 bits)"
+    ]
+
+
+def test_every_problem_at_once_with_a_draft_model() -> None:
+    bad = cluster(tp=3, disk_free={"spark-0": GIB, "spark-1": GIB, "spark-2": GIB}, util=0.1)
+    verdict = plan_fit(shape_from_config(CONFIG, WEIGHTS), bad, draft({**DRAFT_CONFIG, "num_key_value_heads": 4}))
+    text = " | ".join(verdict.problems)
+    assert "sparkops_tensor_parallel_size (3) must divide the model's 32 attention heads" in text
+    assert "vllm_serve_speculative: the draft model org/drafter's 16 attention heads are not divisible by its tensor-parallel size 3" in text
+    assert "plus the draft model org/drafter's" in text and "the draft model org/drafter's 3.7 GiB (vllm_serve_speculative)" in text
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"tensor_parallel_size": 0}, "vllm_serve_speculative.draft_tensor_parallel_size must be a whole number of at least 1, not 0"),
+        ({"tensor_parallel_size": True}, "vllm_serve_speculative.draft_tensor_parallel_size must be a whole number of at least 1, not True"),
+        ({"snapshot_bytes": -1}, "the draft model's snapshot_bytes must be a whole number of bytes, not -1"),
+        ({"snapshot_bytes": 2**64}, f"the draft model's snapshot_bytes must be a whole number of bytes, not {2**64}"),
+    ],
+)
+def test_a_draft_split_no_cluster_can_have_is_refused_naming_its_variable(change: dict[str, t.Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        draft(**change)
