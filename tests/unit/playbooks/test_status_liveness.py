@@ -28,7 +28,7 @@ ROLE_VARS = REPO / "roles" / "vllm_serve" / "vars" / "main.yml"
 READ = "Status | Read the liveness probe's settings and state (on the head)"
 PART = "Status | Put the cluster's part of the report together (on the head)"
 REPORT = "Status | Write the status report on the controller (JSON and Markdown; docs/status.md)"
-SETTINGS = {"url": "http://127.0.0.1:8000", "model": "tiny-moe", "unit": "sparkops-vllm.service", "interval_s": 30, "failures": 3, "max_restarts_per_hour": 3}
+SETTINGS = {"url": "http://127.0.0.1:8000", "model": "tiny-moe", "unit": "sparkops-vllm.service", "interval_s": 30, "failures": 3, "max_restarts_per_hour": 3, "wedge_after_s": 120}
 CASES = ("healthy", "gave-up", "absent", "garbled", "directory", "unreachable")
 
 
@@ -145,7 +145,7 @@ def test_status_reads_the_files_where_the_role_writes_them() -> None:
 def test_healthy_probe(reports: dict[str, dict[str, t.Any]]) -> None:
     liveness = reports["healthy"]["json"]["liveness"]
     assert (liveness["installed"], liveness["timer_active"], liveness["settings_error"], liveness["state_error"]) == (True, True, None, None)
-    assert liveness["settings"] == {"interval_s": 30, "failures": 3, "max_restarts_per_hour": 3}
+    assert liveness["settings"] == {"interval_s": 30, "failures": 3, "max_restarts_per_hour": 3, "wedge_after_s": 120}
     assert liveness["state"]["last_probe"]["ok"] is True and liveness["state"]["failures"] == 0
     assert len(liveness["state"]["restarts"]) == 1
     assert "- Failed probes in a row: 0 of 3 (then it restarts vLLM).\n" in reports["healthy"]["md"]
