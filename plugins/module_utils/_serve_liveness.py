@@ -217,12 +217,6 @@ def stalled_for(state: State, engine: EngineCounters | None, now: float) -> floa
     return max(0.0, now - state.progress_at)
 
 
-def _would_wedge(state: State, engine: EngineCounters, now: float, settings: Settings) -> bool:
-    """Whether this reading completes a wedge (``state`` untouched)."""
-    stalled = stalled_for(State(progress_tokens=state.progress_tokens, progress_at=state.progress_at), engine, now)
-    return stalled is not None and stalled >= settings.wedge_after_s
-
-
 def decide(
     state: State,
     status: UnitStatus,
@@ -230,13 +224,13 @@ def decide(
     settings: Settings,
     now: float,
     monotonic_now: float,
-    cluster_complete: bool | None = None,
+    cluster_complete: t.Callable[[], bool | None] | None = None,
     engine: EngineCounters | None = None,
 ) -> Decision:
     """One run's decision; updates ``state``. ``engine`` is vLLM's counters read this run (None: not read); while it
     runs requests they decide and ``probe`` (the timed completion) is None; otherwise ``probe`` is the completion,
-    None when the unit was not active (nothing probed). ``cluster_complete`` (Ray mode, asked only when a restart is
-    due) False means the cluster lost a node."""
+    None when the unit was not active (nothing probed). ``cluster_complete`` (Ray mode) is asked only when a restart
+    is due: False means the cluster lost a node."""
     state.restarts = [at for at in state.restarts if now - at < HOUR]
     working = engine is not None and engine.running > 0
     if status.active_state != "active" or (probe is None and not working):
@@ -300,7 +294,7 @@ def decide(
     return _act(state, status, settings, now, cluster_complete, f"probe failed {state.failures} times in a row ({probe.message})")
 
 
-def _act(state: State, status: UnitStatus, settings: Settings, now: float, cluster_complete: bool | None, why: str) -> Decision:
+def _act(state: State, status: UnitStatus, settings: Settings, now: float, cluster_complete: t.Callable[[], bool | None] | None, why: str) -> Decision:
     """A restart is due (``why``): the serving group's, Ray's head when the cluster lost a node; or, with the hour's
     restarts used up, none, and the probe stops acting on this invocation of the unit."""
     if len(state.restarts) >= settings.max_restarts_per_hour:
@@ -315,7 +309,7 @@ def _act(state: State, status: UnitStatus, settings: Settings, now: float, clust
     state.restarts.append(now)
     state.ready_invocation = ""
     state.progress_tokens = state.progress_at = None
-    if cluster_complete is False and settings.ray_head_unit:
+    if settings.ray_head_unit and cluster_complete is not None and cluster_complete() is False:
         return Decision("restart_ray", f"{why} and the Ray cluster lost a node: restarting {settings.ray_head_unit} (and {settings.unit} with it)")
     return Decision("restart", f"{why}: restarting {', '.join(settings.restart_units)}")
 
@@ -438,11 +432,7 @@ def run_once(
         engine = read_engine(settings, opener)
         if engine is None or engine.running <= 0:  # vLLM's counters decide while it runs requests
             probe = probe_endpoint(settings, read_key(settings.api_key_file), opener)
-    if probe is not None:
-        due = not probe.ok and state.failures + 1 >= settings.failures
-    else:  # a wedge is due at once (the same reading decide() makes)
-        due = engine is not None and engine.running > 0 and _would_wedge(state, engine, now, settings)
-    decision = decide(state, status, probe, settings, now, monotonic(), cluster(settings) if due else None, engine)
+    decision = decide(state, status, probe, settings, now, monotonic(), lambda: cluster(settings), engine)
     log(decision.message)
     if decision.action in ("restart", "restart_ray"):
         units = [settings.ray_head_unit] if decision.action == "restart_ray" else list(settings.restart_units)

@@ -28,7 +28,15 @@ ROLE_VARS = REPO / "roles" / "vllm_serve" / "vars" / "main.yml"
 READ = "Status | Read the liveness probe's settings and state (on the head)"
 PART = "Status | Put the cluster's part of the report together (on the head)"
 REPORT = "Status | Write the status report on the controller (JSON and Markdown; docs/status.md)"
-SETTINGS = {"url": "http://127.0.0.1:8000", "model": "tiny-moe", "unit": "sparkops-vllm.service", "interval_s": 30, "failures": 3, "max_restarts_per_hour": 3, "wedge_after_s": 120}
+SETTINGS = {
+    "url": "http://127.0.0.1:8000",
+    "model": "tiny-moe",
+    "unit": "sparkops-vllm.service",
+    "interval_s": 30,
+    "failures": 3,
+    "max_restarts_per_hour": 3,
+    "wedge_after_s": 120,
+}
 CASES = ("healthy", "gave-up", "absent", "garbled", "directory", "unreachable")
 
 

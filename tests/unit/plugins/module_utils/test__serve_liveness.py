@@ -125,9 +125,27 @@ def test_restarts_older_than_an_hour_no_longer_count() -> None:
 
 def test_ray_mode_restarts_the_ray_head_when_the_cluster_lost_a_node() -> None:
     conf = settings(failures=1, ray_head_unit="sparkops-ray-head.service", gate_settings="/etc/sparkops/vllm-gate.json")
-    lost = step(State(ready_invocation="inv-1"), HUNG, conf=conf, cluster_complete=False)
+    lost = step(State(ready_invocation="inv-1"), HUNG, conf=conf, cluster_complete=lambda: False)
     assert lost.action == "restart_ray" and "the Ray cluster lost a node: restarting sparkops-ray-head.service" in lost.message
-    assert step(State(ready_invocation="inv-1"), HUNG, conf=conf, cluster_complete=True).action == "restart"
+    assert step(State(ready_invocation="inv-1"), HUNG, conf=conf, cluster_complete=lambda: True).action == "restart"
+
+
+def test_the_ray_cluster_is_asked_only_when_a_restart_is_due() -> None:
+    """Asking Ray (a `ray` CLI call) is for the restart's choice only: not on a probe that passes, fails short of the
+    limit, or finds the hour's restarts used up."""
+    conf = settings(failures=2, max_restarts_per_hour=1, ray_head_unit="sparkops-ray-head.service")
+    asked: list[bool] = []
+
+    def cluster() -> bool:
+        asked.append(True)
+        return True
+
+    state = State(ready_invocation="inv-1")
+    assert step(state, OK, conf=conf, cluster_complete=cluster).action == "none"
+    assert step(state, HUNG, conf=conf, cluster_complete=cluster).action == "none" and asked == []
+    assert step(state, HUNG, conf=conf, cluster_complete=cluster).action == "restart" and asked == [True]
+    state = State(ready_invocation="inv-1", restarts=[999.0], failures=1)
+    assert step(state, HUNG, conf=conf, cluster_complete=cluster).action == "give_up" and asked == [True]
 
 
 def test_requests_running_with_tokens_moving_serve_with_no_completion_of_its_own() -> None:
@@ -180,7 +198,7 @@ def test_a_wedged_ray_cluster_that_lost_a_node_restarts_ray_s_head() -> None:
     conf = settings(wedge_after_s=5, ray_head_unit="sparkops-ray-head.service")
     state = State(ready_invocation="inv-1")
     step(state, None, engine=EngineCounters(running=1, tokens=7), now=1000.0, conf=conf)
-    decision = step(state, None, engine=EngineCounters(running=1, tokens=7), now=1006.0, conf=conf, cluster_complete=False)
+    decision = step(state, None, engine=EngineCounters(running=1, tokens=7), now=1006.0, conf=conf, cluster_complete=lambda: False)
     assert decision.action == "restart_ray" and "the Ray cluster lost a node" in decision.message
 
 
