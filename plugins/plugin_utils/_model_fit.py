@@ -241,18 +241,27 @@ def _gib(value: float) -> str:
     return f"{value / GIB:.1f} GiB" if abs(value) >= GIB else f"{value / 1024**2:.1f} MiB"
 
 
+def _kv_heads_rule(kv: int | None, tp: int) -> bool:
+    """Whether vLLM takes ``kv`` KV heads over ``tp`` ranks (split when at least as many, replicated otherwise)."""
+    return kv is None or not ((kv >= tp and kv % tp) or (kv < tp and tp % kv))
+
+
+def _head_divisors(heads: int) -> str:
+    """The tensor-parallel sizes (up to 64) that divide ``heads`` attention heads, for a problem's message."""
+    return ", ".join(str(n) for n in range(1, min(heads, 64) + 1) if heads % n == 0)
+
+
 def check_split(shape: ModelShape, tp: int, pp: int, verdict: Verdict) -> None:
     if shape.attention_heads is None or shape.num_layers is None:
         verdict.warnings.append("config.json gives no num_attention_heads or num_hidden_layers: the split was not checked")
         return
     if shape.attention_heads % tp:
-        divisors = [n for n in range(1, min(shape.attention_heads, 64) + 1) if shape.attention_heads % n == 0]
         verdict.problems.append(
             f"sparkops_tensor_parallel_size ({tp}) must divide the model's {shape.attention_heads} attention heads "
-            f"(vLLM refuses it); sizes that do: {', '.join(map(str, divisors))}"
+            f"(vLLM refuses it); sizes that do: {_head_divisors(shape.attention_heads)}"
         )
     kv = shape.kv_heads
-    if kv is not None and ((kv >= tp and kv % tp) or (kv < tp and tp % kv)):
+    if not _kv_heads_rule(kv, tp):
         verdict.problems.append(
             f"sparkops_tensor_parallel_size ({tp}) and the model's {kv} KV heads: vLLM splits KV heads when there are at "
             f"least as many as ranks (then {tp} must divide {kv}) and replicates them otherwise (then {kv} must divide {tp})"
@@ -264,11 +273,6 @@ def check_split(shape: ModelShape, tp: int, pp: int, verdict: Verdict) -> None:
             f"{shape.num_layers} layers over {pp} pipeline stages: uneven, the largest stage has "
             f"{largest_stage_layers(shape.num_layers, pp)} (the memory figures use it)"
         )
-
-
-def _kv_heads_rule(kv: int | None, tp: int) -> bool:
-    """Whether vLLM takes ``kv`` KV heads over ``tp`` ranks (split when at least as many, replicated otherwise)."""
-    return kv is None or not ((kv >= tp and kv % tp) or (kv < tp and tp % kv))
 
 
 def check_draft_split(draft: Draft, cluster: Cluster, verdict: Verdict) -> None:
@@ -290,10 +294,9 @@ def check_draft_split(draft: Draft, cluster: Cluster, verdict: Verdict) -> None:
         verdict.warnings.append(f"{draft.name}'s config.json gives no num_attention_heads: its split was not checked")
         return
     if shape.attention_heads % draft_tp:
-        divisors = [n for n in range(1, min(shape.attention_heads, 64) + 1) if shape.attention_heads % n == 0]
         verdict.problems.append(
             f"{DRAFT_VARIABLE}: {draft.name}'s {shape.attention_heads} attention heads are not divisible by its "
-            f"tensor-parallel size {draft_tp} (vLLM refuses it); sizes that do: {', '.join(map(str, divisors))} "
+            f"tensor-parallel size {draft_tp} (vLLM refuses it); sizes that do: {_head_divisors(shape.attention_heads)} "
             f"(draft_tensor_parallel_size may be 1 or {tp}), or choose another draft model"
         )
     if not _kv_heads_rule(shape.kv_heads, draft_tp):
