@@ -22,6 +22,7 @@ from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contra
     ContractError,
     validate,
 )
+from ansible_collections.sparkops.inference.plugins.plugin_utils._deployments import DEPLOYMENTS_VAR
 
 
 class ActionModule(ActionBase):
@@ -49,7 +50,7 @@ class ActionModule(ActionBase):
 
         problems: list[str] = []
         cluster: dict[str, t.Any] = {}
-        for name in (*CLUSTER_VARS, *SHARED_VARS):
+        for name in (*CLUSTER_VARS, *SHARED_VARS, DEPLOYMENTS_VAR):
             seen = {host: host_var(host, name) for host in hosts}
             distinct = {repr(v) for v in seen.values()}
             if len(distinct) > 1:

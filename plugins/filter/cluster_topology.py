@@ -15,7 +15,8 @@ description:
     the inventory alone gives - the head (the host of C(spark_head)), the workers (the hosts of C(spark_workers),
     inventory order), the nodes (head first, then the workers), the shared paths and ports (the head's
     C(sparkops_fabric_env_file), C(sparkops_ray_venv), C(sparkops_ray_port), C(sparkops_hf_home), else their
-    defaults), each node's C(sparkops_fabric_ip) and the head's.
+    defaults), each node's C(sparkops_fabric_ip) and the head's, and the deployments (from the head's
+    C(sparkops_deployments), else its cluster variables).
   - For a role run without the preflight (the roles read C(sparkops_cluster) when it is defined, else this), so that
     both give the same hosts in the same order and the same addresses.
   - The addresses are returned as the inventory gives them; checking them is the contract's work
@@ -92,6 +93,13 @@ _value:
     ray_units:
       description: The Ray units' names by role (V(head), V(worker)), as C(ray_cluster) writes them.
       type: dict
+    deployments:
+      description:
+        - The deployments, as the plan has them (C(sparkops_deployments) on the head, else the one its cluster variables
+          describe, named V(default), on every node), unchecked (a value the contract would refuse is kept, one that
+          cannot be read is null).
+      type: list
+      elements: dict
 """
 
 import typing as t

@@ -721,10 +721,7 @@ def run_benchmark(
     words = config.prompt_tokens
 
     def bodies(label: str, count: int) -> list[bytes]:
-        return [
-            chat_body(config.model, synthetic_prompt(words, f"{run_seed}:{label}:{n}"), config.output_tokens, config.ignore_eos)
-            for n in range(count)
-        ]
+        return [chat_body(config.model, synthetic_prompt(words, f"{run_seed}:{label}:{n}"), config.output_tokens, config.ignore_eos) for n in range(count)]
 
     if config.warmup:
         # The warm-up's prompt is short (a tokenizer that splits words finely must not push it past the context);

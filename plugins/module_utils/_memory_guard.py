@@ -553,9 +553,7 @@ def decide(state: GuardState, sample: Sample, levels: Levels, now: float) -> tup
                 reasons.append(f"PSI full avg10 {full:.2f}% >= {pct:g}% for {pressure} samples in a row ({levels.name('stop_psi_full_pct')})")
             reason = " and ".join(reasons)
             stops = stops + (now,)
-            held = replace(
-                state, stops=stops, stops_total=state.stops_total + 1, pressure_samples=0, resume_since=None, held_since=now, reason=reason
-            )
+            held = replace(state, stops=stops, stops_total=state.stops_total + 1, pressure_samples=0, resume_since=None, held_since=now, reason=reason)
             if len(stops) >= levels.max_stops_per_hour:
                 message = (
                     f"give up: {reason}; stop {len(stops)} within an hour, the most {levels.name('max_stops_per_hour')} allows "

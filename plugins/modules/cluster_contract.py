@@ -22,6 +22,18 @@ description:
     C(vllm_serve_port) (C(sparkops_serve_port)), C(vllm_serve_master_port) (29501) and C(vllm_serve_group_port)
     (29560); and C(vllm_serve_backend), how vLLM runs across the nodes, V(mp) (the default, vLLM's own multi-node
     mode, no Ray cluster) or V(ray), the same on every host.
+  - C(sparkops_deployments), a list of deployments (the same on every host), replaces the model's cluster variables
+    (C(sparkops_model_repo), C(sparkops_model_revision), C(sparkops_served_model_name),
+    C(sparkops_tensor_parallel_size), C(sparkops_pipeline_parallel_size); setting one beside it is refused). Each
+    entry takes C(name) (1 to 32 lowercase letters, digits and inner hyphens, unique), C(model) (a repo id),
+    C(revision) (V(main)), C(served_model_name) (the model), C(nodes) (V(all), or inventory hosts),
+    C(tensor_parallel_size) (its GPUs divided by the pipeline size), C(pipeline_parallel_size) (1), C(port) (else
+    C(sparkops_serve_port)), C(gpu_memory_utilization) (else C(sparkops_gpu_memory_utilization)), C(extra_args) (a
+    list) and C(env) (a mapping). Every problem is named with the entry (its index and name) and the key. Each
+    deployment's TP x PP must equal its nodes' GPUs, the ports are unique among themselves and the other services,
+    and the memory shares of the deployments on one node add up to at most 1. An empty list is refused (the
+    teardown playbook removes everything). The roles serve one deployment across every node so far; more, or one
+    on some of the nodes, are refused saying so.
   - Fails listing every violation, each naming the variable or the host, so that nothing starts on a
     cluster that cannot work. Checks that fabric IPs are distinct host addresses inside the fabric subnet,
     that cluster variables are the same on every host, that the shared paths are absolute and the shared
@@ -141,6 +153,20 @@ cluster:
       type: str
       returned: success
       sample: mp
+    deployments:
+      description:
+        - The deployments the cluster serves, each one model served by one vLLM group. From C(sparkops_deployments)
+          when the inventory sets it, else the one the cluster variables describe, named V(default), on every node.
+        - Each has C(name), C(model), C(revision), C(served_model_name), C(nodes) (the plan's order), C(head) (the first
+          of its nodes, its rank 0, which serves its API), C(tensor_parallel_size), C(pipeline_parallel_size),
+          C(port), C(gpu_memory_utilization), C(extra_args) and C(env). The roles serve the first (and, so far, only) one.
+      type: list
+      elements: dict
+      returned: success
+      sample:
+        - {name: default, model: Qwen/Qwen3.5-122B-A10B-FP8, revision: main, served_model_name: qwen3.5-122b,
+           nodes: [spark-head, spark-worker1], head: spark-head, tensor_parallel_size: 2, pipeline_parallel_size: 1,
+           port: 8000, gpu_memory_utilization: 0.85, extra_args: [], env: {}}
 problems:
   description: Every violation of the contract, each naming the variable or the host.
   returned: failure

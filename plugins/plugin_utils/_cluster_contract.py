@@ -11,7 +11,9 @@ from __future__ import annotations
 import ipaddress
 import re
 import typing as t
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ansible_collections.sparkops.inference.plugins.plugin_utils import _deployments
 
 HEAD_GROUP = "spark_head"
 WORKER_GROUP = "spark_workers"
@@ -156,19 +158,26 @@ class ClusterPlan:
     fabric_subnet: str
     world_size: int
     shared: dict[str, t.Any]  # shared_values(): the shared paths and ports
+    deployments: list[dict[str, t.Any]] = field(default_factory=list)  # _deployments.plan()
 
     def as_dict(self) -> dict[str, t.Any]:
-        topology = _topology_dict(self.head, self.workers, self.fabric_ips, self.shared)
+        topology = _topology_dict(self.head, self.workers, self.fabric_ips, self.shared, self.deployments)
         return {**topology, "fabric_subnet": self.fabric_subnet, "world_size": self.world_size}
 
 
-def _topology_dict(head: str, workers: t.Sequence[str], fabric_ips: t.Mapping[str, str] | None, shared: t.Mapping[str, t.Any]) -> dict[str, t.Any]:
-    """The plan's head, workers, nodes (head first), shared paths and ports and, with ``fabric_ips``, the fabric
-    addresses and the head's."""
+def _topology_dict(
+    head: str, workers: t.Sequence[str], fabric_ips: t.Mapping[str, str] | None, shared: t.Mapping[str, t.Any], deployments: t.Sequence[dict[str, t.Any]]
+) -> dict[str, t.Any]:
+    """The plan's head, workers, nodes (head first), shared paths and ports, deployments and, with ``fabric_ips``, the
+    fabric addresses and the head's."""
     topology: dict[str, t.Any] = {"head": head, "workers": list(workers), "nodes": [head, *workers]}
     if fabric_ips is not None:
         topology.update(fabric_ips=dict(fabric_ips), head_fabric_ip=fabric_ips[head])
-    return {**topology, **shared}
+    return {**topology, **shared, "deployments": list(deployments)}
+
+
+def _int_or_none(value: t.Any) -> int | None:
+    return int(value) if not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, str) and _DIGITS.fullmatch(value))) else None
 
 
 class ContractError(ValueError):
@@ -226,10 +235,13 @@ def topology(
         problem = _no_address_problem(missing[0]) if missing else None
     if problem is not None:
         raise TopologyError(problem)
-    shared = shared_values((lambda name: host_var(heads[0], name)) if host_var is not None else (lambda name: None))
+    head_var: t.Callable[[str], t.Any] = (lambda name: host_var(heads[0], name)) if host_var is not None else (lambda name: None)
+    shared = shared_values(head_var)
+    cluster = {name: head_var(name) for name in CLUSTER_VARS}
+    deployments = _deployments.plan(head_var(_deployments.DEPLOYMENTS_VAR), cluster, [heads[0], *workers], _int_or_none(cluster["sparkops_gpus_per_node"]))[0]
     if fabric_ips is None:
-        return _topology_dict(heads[0], workers, None, shared)
-    return _topology_dict(heads[0], workers, {host: str(address) for host, address in fabric_ips.items()}, shared)
+        return _topology_dict(heads[0], workers, None, shared, deployments)
+    return _topology_dict(heads[0], workers, {host: str(address) for host, address in fabric_ips.items()}, shared, deployments)
 
 
 def _positive_int(name: str, value: t.Any, problems: list[str]) -> int | None:
@@ -378,12 +390,19 @@ def _ray_claims(extra_args: dict[str, t.Any]) -> list[_Claim]:
     return claims
 
 
-def _check_ports(cluster_ports: dict[str, int | None], ports: dict[str, t.Any], extra_args: dict[str, t.Any], problems: list[str]) -> None:
-    """Refuse two services on one port: the API, SSH, Ray's and vLLM's (as the inventory sets them, else the defaults).
+def _check_ports(
+    cluster_ports: dict[str, int | None], api_claims: list[tuple[str, str, int]], ports: dict[str, t.Any], extra_args: dict[str, t.Any], problems: list[str]
+) -> None:
+    """Refuse two services on one port: the deployments' APIs, SSH, Ray's and vLLM's (as the inventory sets them,
+    else the defaults).
 
-    ``cluster_ports`` holds the cluster variables' ports (sparkops_serve_port, sparkops_ray_port; None: not a port)."""
-    claims: list[_Claim] = []
+    ``cluster_ports`` holds the cluster variables' ports (sparkops_serve_port, sparkops_ray_port; None: not a port;
+    sparkops_serve_port is only compared with vllm_serve_port: ``api_claims``, _deployments.port_claims(), claim the
+    APIs' ports)."""
+    claims: list[_Claim] = [_Claim(port, port, service, label) for label, service, port in api_claims]
     for name, port in cluster_ports.items():
+        if name == "sparkops_serve_port":
+            continue
         if port is not None:
             claims.append(_Claim(port, port, _SERVICES[name][0], f"{name} {port}", _SERVICES[name][1]))
     for name, default in ROLE_PORT_VARS.items():
@@ -418,7 +437,8 @@ def validate(
 
     ``groups`` maps group names to host names, ``fabric_ips`` maps each host in the two groups to its
     ``sparkops_fabric_ip`` (None when unset) and ``cluster`` holds the cluster variables, CLUSTER_VARS and SHARED_VARS,
-    and BACKEND_VAR (None or absent when unset; a SHARED_VARS one and BACKEND_VAR then take their defaults).
+    and BACKEND_VAR (None or absent when unset; a SHARED_VARS one and BACKEND_VAR then take their defaults), and
+    ``sparkops_deployments`` (_deployments.DEPLOYMENTS_VAR; None or absent: the cluster variables' one deployment).
     ``management`` maps hosts to their management address (``ansible_host``, else the inventory name), ``ports`` holds
     the ROLE_PORT_VARS the inventory sets (None or absent: the role's default) and ``ray_extra_args`` maps hosts to
     their ``ray_cluster_extra_args``.
@@ -430,9 +450,18 @@ def validate(
     if not workers:
         problems.append(f"group {WORKER_GROUP} must hold at least one host (sparkops.inference spans two or more Sparks)")
 
-    missing = [name for name in CLUSTER_VARS if cluster.get(name) is None]
+    listed = cluster.get(_deployments.DEPLOYMENTS_VAR)
+    # With the list, the model's variables are each entry's own and the serving settings only their defaults.
+    required = (
+        CLUSTER_VARS
+        if listed is None
+        else tuple(n for n in CLUSTER_VARS if n not in _deployments.MODEL_VARS and n not in _deployments.SETTING_DEFAULTS.values())
+    )
+    missing = [name for name in required if cluster.get(name) is None]
     problems += [f"cluster variable {name} is not set" for name in missing]
-    if not missing:
+    if listed is not None:
+        serve_port = None
+    elif not missing:
         serve_port = _check_scalars(cluster, problems)
     else:  # the port clashes are still looked for
         serve_port = None if "sparkops_serve_port" in missing else _port("sparkops_serve_port", cluster["sparkops_serve_port"], problems)
@@ -471,10 +500,10 @@ def validate(
         _check_management([*heads, *workers], management or {}, subnet, ips, problems)
 
     world_size = 0
-    if not missing:
+    gpus = None if "sparkops_gpus_per_node" in missing else _positive_int("sparkops_gpus_per_node", cluster["sparkops_gpus_per_node"], problems)
+    if listed is None and not missing:
         tp = _positive_int("sparkops_tensor_parallel_size", cluster["sparkops_tensor_parallel_size"], problems)
         pp = _positive_int("sparkops_pipeline_parallel_size", cluster["sparkops_pipeline_parallel_size"], problems)
-        gpus = _positive_int("sparkops_gpus_per_node", cluster["sparkops_gpus_per_node"], problems)
         if tp and pp and gpus:
             world_size = tp * pp
             capacity = gpus * (len(heads) + len(workers))
@@ -485,8 +514,19 @@ def validate(
                     "make them equal so every listed node serves"
                 )
 
+    nodes = [*heads, *workers]
+    deployments, found = _deployments.plan(listed, cluster, nodes, gpus)
+    problems += found
+    if listed is not None:
+        problems += _deployments.beyond_the_roles(deployments, nodes)
+        if (ports or {}).get("vllm_serve_port") is not None:
+            problems.append(f"vllm_serve_port is set beside {_deployments.DEPLOYMENTS_VAR}: set each deployment's port in its entry")
+        ports = {name: value for name, value in (ports or {}).items() if name != "vllm_serve_port"}  # refused: not claimed
+        tp, pp = (deployments[0]["tensor_parallel_size"], deployments[0]["pipeline_parallel_size"]) if deployments else (None, None)
+        world_size = tp * pp if tp and pp else 0
     shared, shared_ports = _check_shared(shared_values(cluster.get), problems)
-    _check_ports({"sparkops_serve_port": serve_port, **shared_ports}, ports or {}, ray_extra_args or {}, problems)
+    api_claims = _deployments.port_claims(deployments if listed is not None else [{"port": serve_port}], listed=listed is not None)
+    _check_ports({"sparkops_serve_port": serve_port, **shared_ports}, api_claims, ports or {}, ray_extra_args or {}, problems)
     if problems:
         raise ContractError(problems)
-    return ClusterPlan(heads[0], tuple(workers), ips, str(subnet), world_size, shared)
+    return ClusterPlan(heads[0], tuple(workers), ips, str(subnet), world_size, shared, deployments)

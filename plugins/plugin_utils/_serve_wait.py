@@ -64,9 +64,7 @@ def progress_line(host: str, waited: float, unit_state: str, endpoint: t.Mapping
     )
 
 
-def wait(
-    settings: WaitSettings, probe: Probe, *, host: str, clock: t.Callable[[], float], say: t.Callable[[str], None]
-) -> WaitResult:
+def wait(settings: WaitSettings, probe: Probe, *, host: str, clock: t.Callable[[], float], say: t.Callable[[str], None]) -> WaitResult:
     """Ask until ready, the unit failed, the time is up or the probe failed; ``say`` each progress line. The unit's
     state is the step's ``unit_state`` (``systemctl show`` lines, one ``Name=value`` each; "" without a unit); whether
     it failed for good is the probe's own verdict (``gave_up``), not read again here."""

@@ -47,29 +47,34 @@ def local_ipv4() -> str:
     return str(addresses[0])
 
 
-def write_inventory(path: Path, subnet: ipaddress.IPv4Network, head: dict[str, t.Any], worker: dict[str, t.Any]) -> None:
+def write_inventory(
+    path: Path, subnet: ipaddress.IPv4Network, head: dict[str, t.Any], worker: dict[str, t.Any], cluster: dict[str, t.Any] | None = None
+) -> None:
     """Write at ``path`` the inventory of a head and a worker (their host variables ``head`` and ``worker``) on the
-    fabric ``subnet``, with the settings of a two-node tensor-parallel deployment, reports beside the inventory."""
+    fabric ``subnet``, with the settings of a two-node tensor-parallel deployment, reports beside the inventory;
+    ``cluster`` changes those settings (a None value leaves the variable out)."""
+    settings = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
+        # No Hub here and no cache: the fit check (molecule/model tests it) would fail on the metadata.
+        "sparkops_model_fit_check": False,
+        "sparkops_report_dir": str(path.parent / "reports"),
+        "sparkops_model_revision": "main",
+        "sparkops_served_model_name": "qwen3.5-122b",
+        "sparkops_tensor_parallel_size": 2,
+        "sparkops_pipeline_parallel_size": 1,
+        "sparkops_gpus_per_node": 1,
+        "sparkops_fabric_subnet": str(subnet),
+        "sparkops_serve_port": 8000,
+        "sparkops_gpu_memory_utilization": 0.8,
+    }
+    settings = {name: value for name, value in {**settings, **(cluster or {})}.items() if value is not None}
     path.write_text(
         yaml.safe_dump(
             {
                 "all": {
-                    "vars": {
-                        "ansible_connection": "local",
-                        "ansible_python_interpreter": sys.executable,
-                        "sparkops_model_repo": "Qwen/Qwen3.5-122B-A10B-FP8",
-                        # No Hub here and no cache: the fit check (molecule/model tests it) would fail on the metadata.
-                        "sparkops_model_fit_check": False,
-                        "sparkops_report_dir": str(path.parent / "reports"),
-                        "sparkops_model_revision": "main",
-                        "sparkops_served_model_name": "qwen3.5-122b",
-                        "sparkops_tensor_parallel_size": 2,
-                        "sparkops_pipeline_parallel_size": 1,
-                        "sparkops_gpus_per_node": 1,
-                        "sparkops_fabric_subnet": str(subnet),
-                        "sparkops_serve_port": 8000,
-                        "sparkops_gpu_memory_utilization": 0.8,
-                    },
+                    "vars": settings,
                     "children": {
                         "spark_head": {"hosts": {"spark-head": head}},
                         "spark_workers": {"hosts": {"spark-worker1": worker}},

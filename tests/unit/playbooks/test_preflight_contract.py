@@ -100,3 +100,47 @@ def test_two_problems_are_reported_together(lab: Lab) -> None:
     assert len(problems) == 2, problems
     assert problems[0].startswith("sparkops_fabric_subnet 0.0.0.0/0 ")
     assert problems[1].startswith("sparkops_serve_port 22 ")
+
+
+# --- sparkops_deployments (issue 36): the contract reads the list from the inventory -------------------------------
+MODEL_VARS = {  # each to the entry's key that replaces it
+    "sparkops_model_repo": "model",
+    "sparkops_model_revision": "revision",
+    "sparkops_served_model_name": "served_model_name",
+    "sparkops_tensor_parallel_size": "tensor_parallel_size",
+    "sparkops_pipeline_parallel_size": "pipeline_parallel_size",
+}
+
+
+def test_one_listed_deployment_replaces_the_model_s_cluster_variables(lab: Lab, tmp_path: Path) -> None:
+    """The plan's deployment is what the roles serve: the whole preflight passes with the list and no model
+    variables, and the plan it prints (-v) carries the entry with its defaults."""
+    path = tmp_path / "hosts.yml"
+    listed = [{"name": "big", "model": "Qwen/Qwen3.5-122B-A10B-FP8", "served_model_name": "qwen", "extra_args": ["--enforce-eager"]}]
+    head_vars = {"sparkops_fabric_ip": str(lab.head), "ansible_host": "198.51.100.7"}
+    worker = [host for host in lab.subnet.hosts() if host != lab.head][0]
+    write_inventory(path, lab.subnet, head_vars, {"sparkops_fabric_ip": str(worker), "ansible_host": str(worker)},
+                    cluster={**dict.fromkeys(MODEL_VARS), "sparkops_deployments": listed})  # fmt: skip
+    proc = play_head(path, PREFLIGHT, "-v")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    plan = json.loads(proc.stdout.split(CONTRACT_TASK, 1)[1].split("ok: [spark-head] => ", 1)[1].split("\n\n", 1)[0])["cluster"]
+    assert plan["deployments"] == [{
+        "name": "big", "model": "Qwen/Qwen3.5-122B-A10B-FP8", "revision": "main", "served_model_name": "qwen", "nodes": ["spark-head", "spark-worker1"],
+        "head": "spark-head", "tensor_parallel_size": 2, "pipeline_parallel_size": 1, "port": 8000, "gpu_memory_utilization": 0.8,
+        "extra_args": ["--enforce-eager"], "env": {},
+    }]  # fmt: skip
+
+
+def test_deployments_the_roles_cannot_serve_are_refused_with_every_problem(lab: Lab) -> None:
+    listed = [{"name": "big", "model": "org/big", "gpu_memory_utilization": 0.6}, {"name": "small", "model": "org/small", "nodes": ["spark-worker1"]}]
+    problems = contract_problems(preflight(lab, "-e", json.dumps({"sparkops_deployments": listed})))
+    assert problems == [
+        *(f"{name} is set beside sparkops_deployments: each deployment names its own {key}; move it into the list's entries"
+          for name, key in MODEL_VARS.items()),
+        "host spark-worker1: the deployments on it take 1.4 of its memory in gpu_memory_utilization (big 0.6, small 0.8), more than all of it; "
+        "lower them so they add up to at most 1 (on unified memory, leave the system room: about 0.9)",
+        "sparkops_deployments lists 2 deployments (big, small): the roles serve one deployment across every node so far; list one (nodes: all), "
+        "or leave the variable unset and use the cluster variables",
+        "sparkops_deployments[0] (big) port 8000 (vLLM's API of deployment big) clashes with sparkops_deployments[1] (small) port 8000 "
+        "(vLLM's API of deployment small): every service needs its own port",
+    ]  # fmt: skip

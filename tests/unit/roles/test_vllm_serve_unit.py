@@ -118,6 +118,19 @@ def test_mp_mode_a_unit_per_node_the_workers_headless(tmp_path: Path) -> None:
     assert json.loads(files["spark-worker1.json"])["gates"] == ["snapshot", "memory"]
 
 
+def test_a_listed_deployment_is_what_every_rank_serves(tmp_path: Path) -> None:
+    """sparkops_deployments' entry (the plan's deployment, here from the inventory alone) wins over the cluster
+    variables: its model, served name, port, memory share and extra arguments reach each rank's unit and gate."""
+    listed = [{"name": "big", "model": "org/big-model", "revision": "v2", "served_model_name": "big", "port": 8100,
+               "gpu_memory_utilization": 0.7, "extra_args": ["--enforce-eager"]}]  # fmt: skip
+    files = render(tmp_path, vllm_serve_backend="mp", sparkops_deployments=listed)
+    for host in ("spark-head", "spark-worker1"):
+        argv = exec_start(files[f"{host}.service"])
+        assert "/bin/vllm serve org/big-model --revision v2 --served-model-name big --host 0.0.0.0 --port 8100 --tensor-parallel-size 2 " in argv, argv
+        assert "--gpu-memory-utilization 0.7 " in argv and " --enforce-eager" in argv, argv
+        assert (json.loads(files[f"{host}.json"])["repo_id"], json.loads(files[f"{host}.json"])["revision"]) == ("org/big-model", "v2")
+
+
 def test_speculative_decoding_reaches_every_rank_as_one_json_argument(tmp_path: Path) -> None:
     """vllm_serve_speculative in the unit of each mp rank as vLLM reads it: one argument, the compact JSON."""
     speculative = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}

@@ -157,7 +157,7 @@ def test_the_collections_own_requirements_reach_the_image_unless_excluded(repo: 
 
 
 def test_collection_missing_from_ee_requirements(repo: Path, create: Builder) -> None:
-    edit(repo / "ee" / "requirements.yml", '  - name: acme.two\n    version: 2.0.0\n', "")
+    edit(repo / "ee" / "requirements.yml", "  - name: acme.two\n    version: 2.0.0\n", "")
     found = problems(repo, create(repo))
     assert_problem(found, "ee/requirements.yml: acme.two:", "galaxy.yml depends on it")
     assert_problem(found, "ee/requirements.yml: acme.two:", "collections/requirements.yml pins it")

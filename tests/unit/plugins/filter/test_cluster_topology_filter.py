@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkops.inference.plugins.filter.cluster_topology import FilterModule
 
 cluster_topology = FilterModule().filters()["cluster_topology"]
+MODEL_KEYS = ("model", "revision", "served_model_name", "tensor_parallel_size", "pipeline_parallel_size", "port", "gpu_memory_utilization")
 
 GROUPS = {"all": ["spark-head", "spark-worker2", "spark-worker1", "other"], "ungrouped": ["other"],
           "spark_head": ["spark-head"], "spark_workers": ["spark-worker2", "spark-worker1"]}  # fmt: skip
@@ -38,8 +39,20 @@ def test_filter_returns_the_plans_hosts_in_inventory_order_and_their_addresses()
         "hf_home": "/var/lib/sparkops/huggingface",
         "ray_units": {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"},
         "backend": "mp",
+        # The cluster variables' deployment (the head sets none of them here: each value None, the contract's to refuse).
+        "deployments": [{"name": "default", **dict.fromkeys(MODEL_KEYS), "nodes": got["nodes"], "head": "spark-head", "extra_args": [], "env": {}}],
     }
     assert list(got["fabric_ips"]) == got["nodes"]
+
+
+def test_filter_gives_the_deployment_the_heads_cluster_variables_describe() -> None:
+    head = {**HOSTVARS["spark-head"], "sparkops_model_repo": "org/model", "sparkops_model_revision": "main", "sparkops_served_model_name": "m",
+            "sparkops_tensor_parallel_size": 3, "sparkops_pipeline_parallel_size": 1, "sparkops_serve_port": 8000,
+            "sparkops_gpu_memory_utilization": "0.8"}  # fmt: skip
+    (deployment,) = cluster_topology(GROUPS, {**HOSTVARS, "spark-head": head})["deployments"]
+    assert deployment == {"name": "default", "model": "org/model", "revision": "main", "served_model_name": "m", "tensor_parallel_size": 3,
+                          "pipeline_parallel_size": 1, "port": 8000, "gpu_memory_utilization": 0.8, "extra_args": [], "env": {},
+                          "nodes": ["spark-head", "spark-worker2", "spark-worker1"], "head": "spark-head"}  # fmt: skip
 
 
 def test_filter_without_addresses_reads_none() -> None:
@@ -48,6 +61,8 @@ def test_filter_without_addresses_reads_none() -> None:
         "head": "spark-head", "workers": ["spark-worker2", "spark-worker1"], "nodes": ["spark-head", "spark-worker2", "spark-worker1"],
         "fabric_env_file": "/etc/sparkops/fabric.env", "ray_venv": "/opt/sparkops/ray", "ray_port": 6379, "hf_home": "/var/lib/sparkops/huggingface",
         "ray_units": {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"}, "backend": "mp",
+        "deployments": [{"name": "default", **dict.fromkeys(MODEL_KEYS), "nodes": ["spark-head", "spark-worker2", "spark-worker1"],
+                         "head": "spark-head", "extra_args": [], "env": {}}],
     }  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contra
 
 AS_DICT_KEYS = {"head", "workers", "nodes", "fabric_ips", "head_fabric_ip", "fabric_subnet", "world_size"}
 AS_DICT_KEYS |= {"fabric_env_file", "ray_venv", "ray_port", "hf_home", "ray_units", "backend"}  # the shared paths and ports, the backend
+AS_DICT_KEYS |= {"deployments"}  # _deployments.plan(): tests/unit/plugins/plugin_utils/test__deployments.py
 RAY_UNITS = {"head": "sparkops-ray-head.service", "worker": "sparkops-ray-worker.service"}
 SHARED_DEFAULTS = {
     "fabric_env_file": "/etc/sparkops/fabric.env",
@@ -685,7 +686,7 @@ def test_role_port_defaults_match_the_roles() -> None:
     for name, default in contract.ROLE_PORT_VARS.items():
         expected = None if name in contract.ROLE_PORT_DEFAULTS_TO else defaults[name]  # these default to a cluster variable
         assert default == expected, name
-    assert defaults["vllm_serve_port"] == "{{ sparkops_serve_port }}"
+    assert defaults["vllm_serve_port"] == "{{ __vllm_serve_deployment.port }}"  # the deployment's: sparkops_serve_port unless listed
     assert defaults["ray_cluster_port"] == "{{ __ray_cluster_plan.ray_port }}"
     assert defaults["ray_cluster_extra_args"] == []
 
@@ -736,18 +737,23 @@ def test_port_clash_is_reported_with_a_missing_cluster_variable() -> None:
 
 # topology(): the plan's hosts and addresses from the inventory alone (the cluster_topology filter, for roles run
 # without the preflight).
-TOPOLOGY_KEYS = ["head", "workers", "nodes", "fabric_ips", "head_fabric_ip", *SHARED_DEFAULTS]
+TOPOLOGY_KEYS = ["head", "workers", "nodes", "fabric_ips", "head_fabric_ip", *SHARED_DEFAULTS, "deployments"]
+
+
+def unset_deployment(nodes: list[str]) -> list[dict[str, t.Any]]:
+    """The cluster variables' deployment where the head sets none of them (a role run alone; the contract refuses it)."""
+    model = dict.fromkeys(("model", "revision", "served_model_name", "tensor_parallel_size", "pipeline_parallel_size", "port", "gpu_memory_utilization"))
+    return [{"name": "default", **model, "nodes": nodes, "extra_args": [], "env": {}, "head": nodes[0]}]
 
 
 def test_topology_of_a_valid_inventory_is_the_plans() -> None:
     groups, fabric_ips = make_inventory(4)
-    got = topology(groups, None if fabric_ips is None else fabric_ips.get)
+    cluster = make_cluster(sparkops_gpus_per_node=1, sparkops_tensor_parallel_size=4)
+    got = topology(groups, None if fabric_ips is None else fabric_ips.get, lambda host, name: cluster.get(name) if host == "spark-head" else None)
     assert list(got) == TOPOLOGY_KEYS
-    assert got == {
-        key: value
-        for key, value in validate(groups, fabric_ips, make_cluster(sparkops_gpus_per_node=1, sparkops_tensor_parallel_size=4)).as_dict().items()
-        if key in TOPOLOGY_KEYS
-    }
+    assert got == {key: value for key, value in validate(groups, fabric_ips, cluster).as_dict().items() if key in TOPOLOGY_KEYS}
+    assert got["deployments"][0]["model"] == cluster["sparkops_model_repo"] and got["deployments"][0]["tensor_parallel_size"] == 4
+    del got["deployments"]
     assert got == {
         "head": "spark-head",
         "workers": ["spark-worker1", "spark-worker2", "spark-worker3"],
@@ -763,7 +769,15 @@ def test_topology_reads_the_shared_paths_and_ports_from_the_head() -> None:
     given = {"sparkops_ray_venv": "/srv/ray", "sparkops_ray_port": 6400, "vllm_serve_backend": "ray"}
     got = topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w"]}, None, lambda host, name: asked.append((host, name)) or given.get(name))
     assert {key: got[key] for key in SHARED_DEFAULTS} == {**SHARED_DEFAULTS, "ray_venv": "/srv/ray", "ray_port": 6400, "backend": "ray"}
-    names = ("sparkops_fabric_env_file", "sparkops_ray_venv", "sparkops_ray_port", "sparkops_hf_home", "vllm_serve_backend")
+    names = (
+        "sparkops_fabric_env_file",
+        "sparkops_ray_venv",
+        "sparkops_ray_port",
+        "sparkops_hf_home",
+        "vllm_serve_backend",
+        *CLUSTER_VARS,
+        "sparkops_deployments",
+    )
     assert asked == [("h", name) for name in names]
 
 
@@ -791,7 +805,7 @@ def test_topology_takes_the_addresses_as_given() -> None:
 
 def test_topology_without_addresses_leaves_them_out_and_needs_none() -> None:
     got = topology({HEAD_GROUP: ["h"], WORKER_GROUP: ["w1", "w2"]}, None)
-    assert got == {"head": "h", "workers": ["w1", "w2"], "nodes": ["h", "w1", "w2"], **SHARED_DEFAULTS}
+    assert got == {"head": "h", "workers": ["w1", "w2"], "nodes": ["h", "w1", "w2"], **SHARED_DEFAULTS, "deployments": unset_deployment(["h", "w1", "w2"])}
 
 
 def test_topology_of_a_head_alone() -> None:
@@ -802,6 +816,7 @@ def test_topology_of_a_head_alone() -> None:
         "fabric_ips": {"h": "10.0.0.1"},
         "head_fabric_ip": "10.0.0.1",
         **SHARED_DEFAULTS,
+        "deployments": unset_deployment(["h"]),
     }
 
 
