@@ -15,8 +15,9 @@ description:
     model it names (C(model)) - its C(repo_id), its C(revision) (V(main) when not given, as vLLM reads the cache) and
     its C(tensor_parallel_size) (C(draft_tensor_parallel_size); null - vLLM's default, the model's own) - or null when
     it names none (no speculation, or a method with no draft model such as C(ngram) or C(mtp)).
-  - site.yml runs the model_sync role a second time with it, so that the draft model is fetched on the head and
-    distributed to every node as the model is; the preflight's fit check counts its weights and KV cache.
+  - The model_sync role fetches it with the model (the V(deployment_models) filter puts it in V(model_sync_models)), so
+    that the draft model is fetched on the head and distributed as the model is; the preflight's fit check counts its
+    weights and KV cache.
   - Fails, naming the variable, on a C(model) that is not a Hugging Face repository id (C(org/name)) and on a
     C(revision) without a C(model).
 options:

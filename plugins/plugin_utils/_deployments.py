@@ -321,3 +321,18 @@ def beyond_the_roles(deployments: t.Sequence[t.Mapping[str, t.Any]], nodes: t.Se
                 "every node so far; use nodes: all, or take the node out of the inventory"
             )
     return problems
+
+
+def models(deployments: t.Sequence[t.Mapping[str, t.Any]], draft: t.Mapping[str, t.Any] | None, nodes: t.Sequence[str]) -> list[dict[str, t.Any]]:
+    """The models the deployments serve, each once (``repo_id``, ``revision``, ``nodes``: the nodes that serve it, in
+    the plan's order), for model_sync: a model two deployments serve at one revision is fetched once, for the nodes of
+    both. ``draft`` is the draft model of speculative decoding (``speculative_draft``: ``repo_id``, ``revision``),
+    served beside the (first) deployment's model on its nodes; None: none."""
+    wanted: dict[tuple[str, str], set[str]] = {}
+    served = [(d.get("model"), d.get("revision"), d.get("nodes") or []) for d in deployments]
+    if draft and deployments:
+        served.append((draft.get("repo_id"), draft.get("revision"), deployments[0].get("nodes") or []))
+    for repo_id, revision, hosts in served:
+        if isinstance(repo_id, str) and isinstance(revision, str):
+            wanted.setdefault((repo_id, revision), set()).update(hosts)
+    return [{"repo_id": repo_id, "revision": revision, "nodes": [host for host in nodes if host in hosts]} for (repo_id, revision), hosts in wanted.items()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -348,3 +349,25 @@ def test_old_snapshots_are_pruned_when_asked_keeping_the_one_served_and_the_prev
         assert commits == {third} and refs == {f"v3={third}"}, (name, commits, refs)  # main and v2 named removed commits
         assert linked == blobs, (name, blobs - linked)
         assert node(name).run(f"find -L {GATED_DIR}/snapshots -type l | grep .").rc != 0, name  # no dangling link
+
+
+# --- several models, each to the nodes that serve it (model_sync_models; issue 36) -----------------------------------
+
+
+def test_two_models_each_downloaded_once_and_pushed_to_the_nodes_that_serve_it_only(tmp_path: t.Any) -> None:
+    """model_sync_models with the scenario's model on every node and the gated one on the head and the first worker:
+    one run fetches both, the second worker gets no copy of the gated model (its old one removed first), the first
+    holds the head's; the scenario's model stays the same everywhere; a rerun changes nothing."""
+    served, spare = WORKERS[0], WORKERS[-1]
+    node(spare).check_output(f"rm -rf {GATED_DIR}")
+    models = [{"repo_id": "sparkops-lab/tiny-moe"}, {"repo_id": GATED, "revision": "v3", "nodes": [HEAD, served]}]
+    models_vars = ["-e", json.dumps({"model_sync_models": models})]
+    run = download_run(hub_token(), tmp_path, *models_vars)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "(item=sparkops-lab/tiny-moe@main)" in run.stdout and f"(item={GATED}@v3)" in run.stdout, run.stdout[-3000:]
+    assert not node(spare).file(GATED_DIR).exists
+    listing = f"cd {GATED_DIR} && cat refs/v3 && find snapshots -type l | sort && sha256sum blobs/*"
+    assert node(served).check_output(listing) == node(HEAD).check_output(listing)
+    expect_same_as_head()  # tiny-moe, every worker
+    again = download_run(hub_token(), tmp_path, *models_vars)
+    assert again.returncode == 0 and {counts["changed"] for counts in recap(again).values()} == {0}, recap(again)

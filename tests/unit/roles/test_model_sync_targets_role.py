@@ -49,13 +49,16 @@ PLAY = yaml.safe_dump(
 )
 
 
-def targets_of(tmp_path: Path, workers: dict[str, tuple[str, dict[str, t.Any]]], head_check: dict[str, t.Any] | None = None) -> dict[str, t.Any]:
+def targets_of(
+    tmp_path: Path, workers: dict[str, tuple[str, dict[str, t.Any]]], head_check: dict[str, t.Any] | None = None, nodes: list[str] | None = None
+) -> dict[str, t.Any]:
     """Run the play over a head (its snapshot check ``head_check``, default complete at HEAD_COMMIT) and ``workers``
-    (in that order in the group); what the head wrote."""
+    (in that order in the group), for a model served on ``nodes`` (None: every node); what the head wrote."""
     out = tmp_path / "targets.json"
+    model = {"repo_id": "org/model", **({"nodes": nodes} if nodes is not None else {})}  # tasks/main.yml's loop item
     inventory = {
         "all": {
-            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "out": str(out)},
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "out": str(out), "model_sync_model": model},
             "children": {
                 "spark_head": {"hosts": {"spark-head": {"model_sync_head_check": head_check or {"complete": True, "commit": HEAD_COMMIT}}}},
                 "spark_workers": {"hosts": {name: {"model_sync_node_ip": ip, "model_sync_worker_check": check} for name, (ip, check) in workers.items()}},
@@ -86,3 +89,10 @@ def test_in_check_mode_on_a_fresh_head_every_worker_without_the_snapshot_is_a_ta
     skipped task's, no commit) replaces the head's check; every worker not holding a complete snapshot is a target."""
     found = targets_of(tmp_path, WORKERS, head_check={"changed": False, "skipped": True, "skip_reason": "Conditional result was False"})
     assert sorted(found["targets"]) == ["192.168.100.11", "192.168.100.12", "192.168.100.13"]
+
+
+def test_only_the_workers_among_the_model_s_nodes_are_targets(tmp_path: Path) -> None:
+    """A model served on some of the nodes (model_sync_models' nodes) goes to those workers only: worker2 needs the
+    snapshot but does not serve the model."""
+    found = targets_of(tmp_path, WORKERS, nodes=["spark-head", "spark-worker1", "spark-worker3"])
+    assert found["targets"] == ["192.168.100.13"]

@@ -10,7 +10,7 @@ import typing as t
 
 import pytest
 from ansible_collections.sparkops.inference.plugins.plugin_utils._cluster_contract import HEAD_GROUP, WORKER_GROUP, ContractError, validate
-from ansible_collections.sparkops.inference.plugins.plugin_utils._deployments import beyond_the_roles, plan, port_claims
+from ansible_collections.sparkops.inference.plugins.plugin_utils._deployments import beyond_the_roles, models, plan, port_claims
 
 NODES = ["spark-head", "spark-worker1", "spark-worker2"]
 # The settings a listed entry defaults to (the cluster variables of its serving settings), and sparkops_gpus_per_node.
@@ -214,3 +214,37 @@ def test_the_contract_without_the_list_keeps_the_cluster_variables_rules() -> No
     assert caught.value.problems == [f"cluster variable {name} is not set" for name in (
         "sparkops_model_repo", "sparkops_model_revision", "sparkops_served_model_name", "sparkops_tensor_parallel_size", "sparkops_pipeline_parallel_size",
     )]  # fmt: skip
+
+
+# --- the models model_sync fetches ---------------------------------------------------------------------------------
+
+
+def test_each_model_once_with_the_nodes_that_serve_it() -> None:
+    listed = deployments([
+        {"name": "big", "model": "org/big", "nodes": ["spark-head", "spark-worker1"], "gpu_memory_utilization": 0.4},
+        {"name": "small", "model": "org/small", "nodes": ["spark-worker2"], "port": 8001},
+        {"name": "big2", "model": "org/big", "nodes": ["spark-worker2"], "port": 8002, "gpu_memory_utilization": 0.4},
+        {"name": "old", "model": "org/big", "revision": "v1", "nodes": ["spark-head"], "port": 8003, "gpu_memory_utilization": 0.4},
+    ])  # fmt: skip
+    assert models(listed, None, NODES) == [
+        {"repo_id": "org/big", "revision": "main", "nodes": NODES},  # two deployments at one revision: fetched once
+        {"repo_id": "org/small", "revision": "main", "nodes": ["spark-worker2"]},
+        {"repo_id": "org/big", "revision": "v1", "nodes": ["spark-head"]},
+    ]
+
+
+def test_the_draft_model_beside_the_first_deployment_s_model() -> None:
+    listed = deployments([{"name": "big", "model": "org/big", "nodes": ["spark-head", "spark-worker1"], "tensor_parallel_size": 2}])
+    assert models(listed, {"repo_id": "org/draft", "revision": "r1", "tensor_parallel_size": None}, NODES) == [
+        {"repo_id": "org/big", "revision": "main", "nodes": ["spark-head", "spark-worker1"]},
+        {"repo_id": "org/draft", "revision": "r1", "nodes": ["spark-head", "spark-worker1"]},
+    ]
+    # A draft model that is the model itself (same revision) is fetched once.
+    assert models(listed, {"repo_id": "org/big", "revision": "main"}, NODES) == [
+        {"repo_id": "org/big", "revision": "main", "nodes": ["spark-head", "spark-worker1"]}
+    ]
+
+
+def test_a_deployment_with_no_model_fetches_nothing() -> None:
+    """The cluster variables unset (a role run alone; the contract refuses it): nothing to fetch, no None repo."""
+    assert models(plan(None, {}, NODES, 1)[0], None, NODES) == []
