@@ -148,7 +148,7 @@ def test_a_killed_ray_worker_proc_ends_vllm_cleanly_and_it_serves_again_with_no_
 def test_the_worker_s_raylet_killed_ray_and_vllm_come_back_with_no_ansible_run() -> None:
     """SIGKILL of every process of the worker's Ray unit (raylet, its workers, the actor): the unit restarts itself
     (Restart=on-failure), vLLM on the head loses its actor, exits, and its cluster gate waits for the worker again.
-    The liveness probe is held: a restart of its own (test_liveness.py's subject) would race vLLM's exit."""
+    The liveness probe is held: a restart of its own (test_liveness.py's subject) is not what this test looks at."""
     restarts, since = int(unit(HEAD, "NRestarts")), head_time()
     ray_starts = int(node(WORKER).check_output(f"systemctl show --property NRestarts --value {RAY_UNITS[WORKER]}"))
     start = time.monotonic()
@@ -161,7 +161,10 @@ def test_the_worker_s_raylet_killed_ray_and_vllm_come_back_with_no_ansible_run()
     # gloo collective loses its peer first ("Connection closed by peer [worker]") and the EngineCore dies of it
     # (0.32.0 vllm/v1/engine/core.py:1496-1512): EngineDeadError and the same clean exit either way.
     monitor = "died unexpectedly, shutting down executor." in log
-    collective = f"Connection closed by peer [{WORKER_IP}]" in log and "EngineCore encountered a fatal error" in log
+    # gloo words the lost peer two ways (third_party/gloo/gloo/transport/tcp/pair.cc): "Connection closed by peer
+    # [<ip>]:<port>" and "Read error [<ip>]:<port>: Connection reset by peer"; both seen in the lab.
+    lost = f"Connection closed by peer [{WORKER_IP}]" in log or (f"[{WORKER_IP}]" in log and "Connection reset by peer" in log)
+    collective = lost and "EngineCore encountered a fatal error" in log
     said = "\n".join(line for line in log.splitlines() if any(word in line for word in ("died", "Error", "error", "gate ", "Stopped", "Started")))
     assert (monitor or collective) and "EngineDeadError" in log and "gate cluster: ok" in log, said[-6000:]
 
