@@ -51,6 +51,6 @@ def test_serves_within_is_false_when_nothing_serves_in_time(monkeypatch: pytest.
 
 def test_role_var_reads_the_roles_own_files() -> None:
     assert scenario.role_var("vllm_serve", "__vllm_serve_liveness_state") == "/var/lib/sparkops/vllm-liveness.json"  # vars/main.yml
-    assert scenario.role_var("vllm_serve", "vllm_serve_port") == "{{ sparkops_serve_port }}"  # defaults/main.yml
+    assert scenario.role_var("vllm_serve", "vllm_serve_port") == "{{ __vllm_serve_deployment.port }}"  # defaults/main.yml
     with pytest.raises(KeyError, match="roles/vllm_serve: no variable vllm_serve_nothing"):
         scenario.role_var("vllm_serve", "vllm_serve_nothing")
