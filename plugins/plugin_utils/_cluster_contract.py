@@ -14,6 +14,7 @@ import typing as t
 from dataclasses import dataclass, field
 
 from ansible_collections.sparkops.inference.plugins.plugin_utils import _deployments
+from ansible_collections.sparkops.inference.plugins.plugin_utils._inventory_values import DIGITS, REPO_ID, TOKEN, whole_number
 
 HEAD_GROUP = "spark_head"
 WORKER_GROUP = "spark_workers"
@@ -143,10 +144,6 @@ _UNUSABLE_NETWORKS = (
     (ipaddress.IPv4Network("240.0.0.0/4"), "reserved (240.0.0.0/4, with the broadcast address 255.255.255.255)"),
 )
 
-_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
-_TOKEN = re.compile(r"\S+")
-_DIGITS = re.compile(r"[0-9]+")
-
 
 @dataclass(frozen=True)
 class ClusterPlan:
@@ -174,10 +171,6 @@ def _topology_dict(
     if fabric_ips is not None:
         topology.update(fabric_ips=dict(fabric_ips), head_fabric_ip=fabric_ips[head])
     return {**topology, **shared, "deployments": list(deployments)}
-
-
-def _int_or_none(value: t.Any) -> int | None:
-    return int(value) if not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, str) and _DIGITS.fullmatch(value))) else None
 
 
 class ContractError(ValueError):
@@ -238,18 +231,15 @@ def topology(
     head_var: t.Callable[[str], t.Any] = (lambda name: host_var(heads[0], name)) if host_var is not None else (lambda name: None)
     shared = shared_values(head_var)
     cluster = {name: head_var(name) for name in CLUSTER_VARS}
-    deployments = _deployments.plan(head_var(_deployments.DEPLOYMENTS_VAR), cluster, [heads[0], *workers], _int_or_none(cluster["sparkops_gpus_per_node"]))[0]
+    deployments = _deployments.plan(head_var(_deployments.DEPLOYMENTS_VAR), cluster, [heads[0], *workers], whole_number(cluster["sparkops_gpus_per_node"]))[0]
     if fabric_ips is None:
         return _topology_dict(heads[0], workers, None, shared, deployments)
     return _topology_dict(heads[0], workers, {host: str(address) for host, address in fabric_ips.items()}, shared, deployments)
 
 
 def _positive_int(name: str, value: t.Any, problems: list[str]) -> int | None:
-    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and _DIGITS.fullmatch(value))):
-        problems.append(f"{name} must be a positive integer, got {value!r}")
-        return None
-    number = int(value)
-    if number < 1:
+    number = whole_number(value)
+    if number is None or number < 1:
         problems.append(f"{name} must be a positive integer, got {value!r}")
         return None
     return number
@@ -266,10 +256,10 @@ def _port(name: str, value: t.Any, problems: list[str]) -> int | None:
 def _check_scalars(cluster: dict[str, t.Any], problems: list[str]) -> int | None:
     """Check the scalar cluster variables; return the serve port when it is one."""
     repo = cluster["sparkops_model_repo"]
-    if not isinstance(repo, str) or not _REPO_ID.fullmatch(repo):
+    if not isinstance(repo, str) or not REPO_ID.fullmatch(repo):
         problems.append(f"sparkops_model_repo must be a Hugging Face repo id like 'Qwen/Qwen3.5-122B-A10B-FP8', got {repo!r}")
     for name in ("sparkops_model_revision", "sparkops_served_model_name"):
-        if not isinstance(cluster[name], str) or not _TOKEN.fullmatch(cluster[name]):
+        if not isinstance(cluster[name], str) or not TOKEN.fullmatch(cluster[name]):
             problems.append(f"{name} must be a non-empty string without whitespace, got {cluster[name]!r}")
     port = _port("sparkops_serve_port", cluster["sparkops_serve_port"], problems)
     util = cluster["sparkops_gpu_memory_utilization"]
@@ -367,10 +357,10 @@ def _ray_claims(extra_args: dict[str, t.Any]) -> list[_Claim]:
                 continue  # the same flag on several hosts
             seen.add(label)
             if flag == "worker-port-list":
-                worker_list += [int(part) for part in value.split(",") if _DIGITS.fullmatch(part.strip())]
+                worker_list += [int(part) for part in value.split(",") if DIGITS.fullmatch(part.strip())]
                 moved[flag] = label
                 continue
-            if not _DIGITS.fullmatch(value) or not 0 < int(value) <= 65535:
+            if not DIGITS.fullmatch(value) or not 0 < int(value) <= 65535:
                 continue  # 0 (a free port) or not a number: Ray's to judge
             if flag in ("min-worker-port", "max-worker-port"):
                 worker_ports[1 if flag == "max-worker-port" else 0] = int(value)

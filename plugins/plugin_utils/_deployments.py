@@ -17,6 +17,8 @@ import re
 import typing as t
 from dataclasses import dataclass, field
 
+from ansible_collections.sparkops.inference.plugins.plugin_utils._inventory_values import REPO_ID, TOKEN, whole_number
+
 DEPLOYMENTS_VAR = "sparkops_deployments"
 # The deployment the cluster variables describe when the list is not set.
 DEFAULT_NAME = "default"
@@ -49,9 +51,6 @@ DEFAULT_REVISION = "main"
 # A name goes into unit names (sparkops-vllm-<name>.service), paths and messages: lowercase letters, digits and inner
 # hyphens, at most 32 characters (nothing systemd escapes, no path separator, no instance '@').
 NAME_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?")
-_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
-_TOKEN = re.compile(r"\S+")
-_DIGITS = re.compile(r"[0-9]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -67,10 +66,11 @@ class _Entry:
 
 
 def _positive_int(entry: _Entry, key: str, value: t.Any) -> int | None:
-    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and _DIGITS.fullmatch(value))) or int(value) < 1:
+    number = whole_number(value)
+    if number is None or number < 1:
         entry.refuse(key, "a positive integer", value)
         return None
-    return int(value)
+    return number
 
 
 def _port(entry: _Entry, key: str, value: t.Any) -> int | None:
@@ -93,14 +93,14 @@ def _fraction(entry: _Entry, key: str, value: t.Any) -> float | None:
 
 
 def _token(entry: _Entry, key: str, value: t.Any) -> str | None:
-    if not isinstance(value, str) or not _TOKEN.fullmatch(value):
+    if not isinstance(value, str) or not TOKEN.fullmatch(value):
         entry.refuse(key, "a non-empty string without whitespace", value)
         return None
     return value
 
 
 def _repo(entry: _Entry, key: str, value: t.Any) -> str | None:
-    if not isinstance(value, str) or not _REPO_ID.fullmatch(value):
+    if not isinstance(value, str) or not REPO_ID.fullmatch(value):
         entry.refuse(key, "a Hugging Face repo id like 'Qwen/Qwen3.5-122B-A10B-FP8'", value)
         return None
     return value
